@@ -1,0 +1,363 @@
+"""Numba kernels over one game's state row (see `layout` for the arrays).
+
+A turn is: `set_die` records a roll (forfeits and rolls with no legal move are
+resolved there and pass the turn on); `legal_mask` lists the movable tokens;
+`apply_move` moves one token, resolves landing, captures, stars and finishing,
+and hands the turn on or grants a bonus roll. The game is over when
+``state[OVER]`` is 1. These kernels trust their input: `Game` checks moves and
+raises readable errors, and the batch kernels repair illegal choices.
+"""
+from __future__ import annotations
+
+
+from ludo_env.engine.jit import kernel
+from ludo_env.engine.layout import (
+    BASE,
+    CURRENT,
+    DIE,
+    EV_BONUS,
+    EV_BOUNCE,
+    EV_CAPTURE,
+    EV_CAPTURED_SHIFT,
+    EV_ENTERED,
+    EV_FORFEIT,
+    EV_GAME_OVER,
+    EV_NO_MOVE,
+    EV_SEAT_FINISHED,
+    EV_SENT_BACK,
+    EV_STAR,
+    EV_TOKEN_HOME,
+    N_FINISHED,
+    OVER,
+    OVERSHOOT_BOUNCE,
+    OVERSHOOT_EXACT,
+    PLACES,
+    PLY,
+    PLY_MAX,
+    R_BLOCKADES,
+    R_BONUS_CAPTURE,
+    R_BONUS_HOME,
+    R_BONUS_SIX,
+    R_END_FIRST_WINNER,
+    R_ENTER_CAPTURES,
+    R_ENTER_MASK,
+    R_HOME,
+    R_LAST_STAR_HOME,
+    R_OVERSHOOT,
+    R_PLAYERS,
+    R_PROGRESS_AT,
+    R_SAFE_MOVER_HOME,
+    R_SAFE_AT,
+    R_SIXES_FORFEIT,
+    R_SQUARE_OF_AT,
+    R_STACK_MOVER_HOME,
+    R_STAR_GAP_AT,
+    R_STAR_JUMP,
+    R_START_IN_BASE,
+    R_TOKENS,
+    R_TRACK_SQUARES,
+    R_TRACK_STEPS,
+    SIXES,
+    TOKENS,
+    UNUSED,
+)
+from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS
+
+ILLEGAL = -100  # target of a move that is not allowed
+
+
+@kernel
+def token_index(seat, token):
+    return TOKENS + MAX_TOKENS * seat + token
+
+
+@kernel
+def board_square(tab, seat, progress):
+    """Board square of a token of `seat` at `progress` on the shared track."""
+    return tab[tab[R_SQUARE_OF_AT] + seat * tab[R_TRACK_SQUARES] + progress]
+
+
+@kernel
+def _restart_progress(tab):
+    return BASE if tab[R_START_IN_BASE] else 0
+
+
+@kernel
+def progress_on(tab, seat, square):
+    """Progress at which a token of `seat` stands on a board square, or -1 if its path has no such track step."""
+    p = tab[tab[R_PROGRESS_AT] + seat * tab[R_TRACK_SQUARES] + square]
+    return p if p < tab[R_TRACK_STEPS] else -1
+
+
+@kernel
+def count_on(state, tab, seat, square):
+    """Number of `seat`'s tokens on a board square."""
+    p = progress_on(tab, seat, square)
+    if p < 0:
+        return 0
+    count = 0
+    base = token_index(seat, 0)
+    for t in range(tab[R_TOKENS]):
+        count += state[base + t] == p
+    return count
+
+
+@kernel
+def opponents_on(state, tab, seat, square):
+    """Number of tokens of seats other than `seat` on a board square."""
+    count = 0
+    for other in range(tab[R_PLAYERS]):
+        if other != seat:
+            count += count_on(state, tab, other, square)
+    return count
+
+
+@kernel
+def _blockade_on(state, tab, seat, square):
+    """True if another colour has two or more tokens on `square`."""
+    for other in range(tab[R_PLAYERS]):
+        if other != seat and count_on(state, tab, other, square) >= 2:
+            return True
+    return False
+
+
+@kernel
+def move_target(state, tab, seat, token, die):
+    """Progress a token would walk to with `die` (before stars and captures), or ILLEGAL."""
+    if token >= tab[R_TOKENS]:
+        return ILLEGAL
+    p = state[token_index(seat, token)]
+    home = tab[R_HOME]
+    if p == home:
+        return ILLEGAL
+    if p == BASE:
+        if (tab[R_ENTER_MASK] >> die) & 1 == 0:
+            return ILLEGAL
+        if tab[R_BLOCKADES] and _blockade_on(state, tab, seat, board_square(tab, seat, 0)):
+            return ILLEGAL
+        return 0
+    q = p + die
+    if tab[R_BLOCKADES]:
+        last_on_track = min(q, tab[R_TRACK_STEPS] - 1)
+        for k in range(p + 1, last_on_track + 1):
+            if _blockade_on(state, tab, seat, board_square(tab, seat, k)):
+                return ILLEGAL
+    if q > home:
+        overshoot = tab[R_OVERSHOOT]
+        if overshoot == OVERSHOOT_EXACT:
+            return ILLEGAL
+        if overshoot == OVERSHOOT_BOUNCE:
+            return 2 * home - q
+        return home
+    return q
+
+
+@kernel
+def legal_mask(state, tab, out):
+    """Fill `out[0:4]` with 1 for each token the mover may move with the pending die; return the count."""
+    seat = state[CURRENT]
+    die = state[DIE]
+    live = die > 0 and state[OVER] == 0
+    n = 0
+    for t in range(MAX_TOKENS):
+        ok = live and move_target(state, tab, seat, t, die) != ILLEGAL
+        out[t] = ok
+        n += ok
+    return n
+
+
+@kernel
+def _send_back_opponents(state, tab, seat, square):
+    """Return every opponent token on `square` to its restart point; the number sent back."""
+    restart = _restart_progress(tab)
+    sent = 0
+    for other in range(tab[R_PLAYERS]):
+        if other == seat:
+            continue
+        p = progress_on(tab, other, square)
+        if p < 0:
+            continue
+        for t in range(tab[R_TOKENS]):
+            i = token_index(other, t)
+            if state[i] == p:
+                state[i] = restart
+                sent += 1
+    return sent
+
+
+@kernel
+def _land(state, tab, seat, token, q):
+    """Put the token on track progress `q` and resolve what is there; return events."""
+    i = token_index(seat, token)
+    events = 0
+    jumped = False
+    while True:
+        square = board_square(tab, seat, q)
+        n_opp = opponents_on(state, tab, seat, square)
+        safe = tab[tab[R_SAFE_AT] + square] != 0
+        if n_opp > 0 and safe and tab[R_SAFE_MOVER_HOME]:
+            state[i] = _restart_progress(tab)
+            return events | EV_SENT_BACK
+        if n_opp > 1 and not safe and tab[R_STACK_MOVER_HOME]:
+            state[i] = _restart_progress(tab)
+            return events | EV_SENT_BACK
+        star_gap = tab[tab[R_STAR_GAP_AT] + square]
+        if star_gap > 0 and tab[R_STAR_JUMP] and not jumped:
+            q_next = q + star_gap
+            if q_next < tab[R_TRACK_STEPS]:
+                # Captures happen where the jump ends, not on the star it leaves.
+                events |= EV_STAR
+                q = q_next
+                jumped = True
+                continue
+            if tab[R_LAST_STAR_HOME]:
+                state[i] = tab[R_HOME]
+                return events | EV_STAR
+        state[i] = q
+        if n_opp > 0 and not safe:
+            sent = _send_back_opponents(state, tab, seat, square)
+            return events | EV_CAPTURE | (sent << EV_CAPTURED_SHIFT)
+        return events
+
+
+@kernel
+def _seat_pips(state, tab, seat):
+    """Squares covered by a seat's tokens: 0 in base, progress + 1 elsewhere; ranks unfinished seats."""
+    total = 0
+    for t in range(tab[R_TOKENS]):
+        p = state[token_index(seat, t)]
+        if p >= 0:
+            total += p + 1
+    return total
+
+
+@kernel
+def _finish_game(state, tab):
+    """Mark the game over and place the seats still playing, best progress first (ties share)."""
+    players = tab[R_PLAYERS]
+    done = state[N_FINISHED]
+    for seat in range(players):
+        if state[PLACES + seat] != 0:
+            continue
+        mine = _seat_pips(state, tab, seat)
+        ahead = 0
+        for other in range(players):
+            if state[PLACES + other] == 0 and _seat_pips(state, tab, other) > mine:
+                ahead += 1
+        state[PLACES + seat] = done + 1 + ahead
+    state[OVER] = 1
+    state[DIE] = 0
+
+
+@kernel
+def pass_turn(state, tab):
+    """Hand the turn to the next seat still playing."""
+    players = tab[R_PLAYERS]
+    seat = state[CURRENT]
+    for _ in range(players):
+        seat = (seat + 1) % players
+        if state[PLACES + seat] == 0:
+            break
+    state[CURRENT] = seat
+    state[DIE] = 0
+    state[SIXES] = 0
+
+
+@kernel
+def set_die(state, tab, die, mask):
+    """Record a roll for the mover and fill `mask` with its legal tokens; return events.
+
+    A decision is pending iff ``state[DIE] != 0`` afterwards; otherwise the roll
+    was forfeited or had no legal move, and the turn has moved on (or, for a six
+    with no legal move, the mover rolls again).
+    """
+    if state[PLY] < PLY_MAX:
+        state[PLY] += 1
+    if tab[R_BONUS_SIX]:
+        state[SIXES] = state[SIXES] + 1 if die == 6 else 0
+        forfeit = tab[R_SIXES_FORFEIT]
+        if forfeit > 0 and state[SIXES] >= forfeit:
+            pass_turn(state, tab)
+            return EV_FORFEIT
+    state[DIE] = die
+    if legal_mask(state, tab, mask) > 0:
+        return 0
+    if die == 6 and tab[R_BONUS_SIX]:
+        state[DIE] = 0
+        return EV_NO_MOVE | EV_BONUS
+    pass_turn(state, tab)
+    return EV_NO_MOVE
+
+
+@kernel
+def apply_move(state, tab, token):
+    """Move `token` of the mover by the pending die (which must be legal); return events."""
+    seat = state[CURRENT]
+    die = state[DIE]
+    i = token_index(seat, token)
+    p = state[i]
+    q = move_target(state, tab, seat, token, die)
+    steps = tab[R_TRACK_STEPS]
+    home = tab[R_HOME]
+    if p == BASE:
+        events = EV_ENTERED
+        if tab[R_ENTER_CAPTURES]:
+            state[i] = 0
+            sent = _send_back_opponents(state, tab, seat, board_square(tab, seat, 0))
+            if sent:
+                events |= EV_CAPTURE | (sent << EV_CAPTURED_SHIFT)
+        else:
+            events |= _land(state, tab, seat, token, 0)
+    elif q < steps:
+        events = _land(state, tab, seat, token, q)
+    else:
+        events = EV_BOUNCE if p + die > home and q < home else 0
+        state[i] = q
+    if state[i] == home:
+        events |= EV_TOKEN_HOME
+        all_home = True
+        for t in range(tab[R_TOKENS]):
+            if state[token_index(seat, t)] != home:
+                all_home = False
+        if all_home:
+            state[N_FINISHED] += 1
+            state[PLACES + seat] = state[N_FINISHED]
+            events |= EV_SEAT_FINISHED
+            if tab[R_END_FIRST_WINNER] or state[N_FINISHED] >= tab[R_PLAYERS] - 1:
+                _finish_game(state, tab)
+                return events | EV_GAME_OVER
+            pass_turn(state, tab)
+            return events
+    bonus = (
+        (die == 6 and tab[R_BONUS_SIX])
+        or ((events & EV_CAPTURE) != 0 and tab[R_BONUS_CAPTURE])
+        or ((events & EV_TOKEN_HOME) != 0 and tab[R_BONUS_HOME])
+    )
+    if bonus:
+        state[DIE] = 0
+        return events | EV_BONUS
+    pass_turn(state, tab)
+    return events
+
+
+@kernel
+def init_state(state, tab, first_seat):
+    """Overwrite `state` with a new game, `first_seat` to move and no die rolled."""
+    restart = _restart_progress(tab)
+    for k in range(state.shape[0]):
+        state[k] = 0
+    for seat in range(MAX_PLAYERS):
+        for t in range(MAX_TOKENS):
+            used = seat < tab[R_PLAYERS] and t < tab[R_TOKENS]
+            state[token_index(seat, t)] = restart if used else UNUSED
+    state[CURRENT] = first_seat
+
+
+@kernel
+def first_legal(state, tab):
+    """Lowest movable token for the pending die, or -1."""
+    seat = state[CURRENT]
+    for t in range(tab[R_TOKENS]):
+        if move_target(state, tab, seat, t, state[DIE]) != ILLEGAL:
+            return t
+    return -1
