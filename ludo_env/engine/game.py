@@ -174,7 +174,7 @@ class Game:
             die = int(rngmod.die(self.rng, 0))
         elif not 1 <= die <= DIE_FACES:
             raise IllegalMoveError(f"die={die} is not a die value: use 1..{DIE_FACES}")
-        return event_names(int(set_die(self.state, self.table, die)))
+        return event_names(int(set_die(self.state, self.table, die, self._mask)))
 
     def move(self, token: int) -> list[str]:
         """Move one of the mover's tokens by the rolled die; returns the events."""

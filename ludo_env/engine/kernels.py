@@ -242,7 +242,9 @@ def _finish_game(state, tab):
         mine = _seat_pips(state, tab, seat)
         ahead = 0
         for other in range(players):
-            if state[PLACES + other] == 0 and _seat_pips(state, tab, other) > mine:
+            # Seats placed earlier in this loop are still "playing": their place is above `done`.
+            still_playing = state[PLACES + other] == 0 or state[PLACES + other] > done
+            if still_playing and _seat_pips(state, tab, other) > mine:
                 ahead += 1
         state[PLACES + seat] = done + 1 + ahead
     state[OVER] = 1
