@@ -90,3 +90,20 @@ def test_finished_games_are_left_alone():
     np.testing.assert_array_equal(states, before)
     assert not events.any() and not masks.any()
     assert set(states[:, CURRENT]) <= {0, 1, 2, 3}
+
+
+def test_batch_games_place_the_losers_by_progress():
+    # The batch path must rank exactly as the rules say: winner first, then by squares covered.
+    from ludo_env.engine.layout import PLACES, TOKENS
+
+    states, rng = new_batch(TAB, 300, seed=11)
+    play_random(states, TAB, rng)
+    for state in states:
+        tokens = state[TOKENS : TOKENS + 16].reshape(4, 4)
+        pips = [sum(int(p) + 1 for p in row if p >= 0) for row in tokens]
+        places = state[PLACES : PLACES + 4].tolist()
+        winner = places.index(1)
+        for seat in range(4):
+            if seat != winner:
+                ahead = sum(1 for o in range(4) if o != winner and pips[o] > pips[seat])
+                assert places[seat] == 2 + ahead
