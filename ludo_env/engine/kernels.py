@@ -10,7 +10,7 @@ raises readable errors, and the batch kernels repair illegal choices.
 from __future__ import annotations
 
 
-from ludo_env.engine.jit import kernel
+from ludo_env.engine.jit import inline_kernel, kernel
 from ludo_env.engine.layout import (
     BASE,
     CURRENT,
@@ -66,30 +66,30 @@ from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS
 ILLEGAL = -100  # target of a move that is not allowed
 
 
-@kernel
+@inline_kernel
 def token_index(seat, token):
     return TOKENS + MAX_TOKENS * seat + token
 
 
-@kernel
+@inline_kernel
 def board_square(tab, seat, progress):
     """Board square of a token of `seat` at `progress` on the shared track."""
     return tab[tab[R_SQUARE_OF_AT] + seat * tab[R_TRACK_SQUARES] + progress]
 
 
-@kernel
+@inline_kernel
 def _restart_progress(tab):
     return BASE if tab[R_START_IN_BASE] else 0
 
 
-@kernel
+@inline_kernel
 def progress_on(tab, seat, square):
     """Progress at which a token of `seat` stands on a board square, or -1 if its path has no such track step."""
     p = tab[tab[R_PROGRESS_AT] + seat * tab[R_TRACK_SQUARES] + square]
     return p if p < tab[R_TRACK_STEPS] else -1
 
 
-@kernel
+@inline_kernel
 def count_on(state, tab, seat, square):
     """Number of `seat`'s tokens on a board square."""
     p = progress_on(tab, seat, square)
@@ -102,7 +102,7 @@ def count_on(state, tab, seat, square):
     return count
 
 
-@kernel
+@inline_kernel
 def opponents_on(state, tab, seat, square):
     """Number of tokens of seats other than `seat` on a board square."""
     count = 0
@@ -112,7 +112,7 @@ def opponents_on(state, tab, seat, square):
     return count
 
 
-@kernel
+@inline_kernel
 def _blockade_on(state, tab, seat, square):
     """True if another colour has two or more tokens on `square`."""
     for other in range(tab[R_PLAYERS]):
@@ -121,7 +121,7 @@ def _blockade_on(state, tab, seat, square):
     return False
 
 
-@kernel
+@inline_kernel
 def move_target(state, tab, seat, token, die):
     """Progress a token would walk to with `die` (before stars and captures), or ILLEGAL."""
     if token >= tab[R_TOKENS]:
@@ -152,7 +152,7 @@ def move_target(state, tab, seat, token, die):
     return q
 
 
-@kernel
+@inline_kernel
 def legal_mask(state, tab, out):
     """Fill `out[0:4]` with 1 for each token the mover may move with the pending die; return the count."""
     seat = state[CURRENT]
@@ -166,7 +166,7 @@ def legal_mask(state, tab, out):
     return n
 
 
-@kernel
+@inline_kernel
 def _send_back_opponents(state, tab, seat, square):
     """Return every opponent token on `square` to its restart point; the number sent back."""
     restart = _restart_progress(tab)
@@ -185,7 +185,7 @@ def _send_back_opponents(state, tab, seat, square):
     return sent
 
 
-@kernel
+@inline_kernel
 def _land(state, tab, seat, token, q):
     """Put the token on track progress `q` and resolve what is there; return events."""
     i = token_index(seat, token)
@@ -251,7 +251,7 @@ def _finish_game(state, tab):
     state[DIE] = 0
 
 
-@kernel
+@inline_kernel
 def pass_turn(state, tab):
     """Hand the turn to the next seat still playing."""
     players = tab[R_PLAYERS]
@@ -265,7 +265,7 @@ def pass_turn(state, tab):
     state[SIXES] = 0
 
 
-@kernel
+@inline_kernel
 def set_die(state, tab, die, mask):
     """Record a roll for the mover and fill `mask` with its legal tokens; return events.
 
@@ -291,7 +291,7 @@ def set_die(state, tab, die, mask):
     return EV_NO_MOVE
 
 
-@kernel
+@inline_kernel
 def apply_move(state, tab, token):
     """Move `token` of the mover by the pending die (which must be legal); return events."""
     seat = state[CURRENT]
