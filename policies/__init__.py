@@ -1,0 +1,1 @@
+"""Agents: seed bots, RLModules and the league (from the environments issue on)."""

@@ -73,6 +73,12 @@ class Game:
             raise IllegalMoveError(
                 f"tokens must be {rules.players} rows of {rules.tokens} progress values, got {tokens!r}"
             )
+        if not 0 <= current < rules.players:
+            raise IllegalMoveError(f"current={current} is not a seat: choose 0..{rules.players - 1}")
+        # Sixes in a row are only counted with bonus rolls on six, and never reach the forfeit count.
+        most = (rules.sixes_forfeit - 1 if rules.sixes_forfeit else 10**4) if rules.bonus_roll_on_six else 0
+        if not 0 <= sixes <= most:
+            raise IllegalMoveError(f"sixes={sixes} is not allowed: use 0..{most}")
         low = BASE if rules.start_in_base else 0
         for seat, row in enumerate(tokens):
             for t, p in enumerate(row):

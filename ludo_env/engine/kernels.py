@@ -266,6 +266,16 @@ def pass_turn(state, tab):
 
 
 @inline_kernel
+def _roll_again_or_pass(state, tab, bonus, events):
+    """End a roll: the mover rolls again if it earned a bonus, else the next seat is up."""
+    if bonus:
+        state[DIE] = 0
+        return events | EV_BONUS
+    pass_turn(state, tab)
+    return events
+
+
+@inline_kernel
 def set_die(state, tab, die, mask):
     """Record a roll for the mover and fill `mask` with its legal tokens; return events.
 
@@ -284,11 +294,7 @@ def set_die(state, tab, die, mask):
     state[DIE] = die
     if legal_mask(state, tab, mask) > 0:
         return 0
-    if die == 6 and tab[R_BONUS_SIX]:
-        state[DIE] = 0
-        return EV_NO_MOVE | EV_BONUS
-    pass_turn(state, tab)
-    return EV_NO_MOVE
+    return _roll_again_or_pass(state, tab, die == 6 and tab[R_BONUS_SIX], EV_NO_MOVE)
 
 
 @inline_kernel
@@ -335,11 +341,7 @@ def apply_move(state, tab, token):
         or ((events & EV_CAPTURE) != 0 and tab[R_BONUS_CAPTURE])
         or ((events & EV_TOKEN_HOME) != 0 and tab[R_BONUS_HOME])
     )
-    if bonus:
-        state[DIE] = 0
-        return events | EV_BONUS
-    pass_turn(state, tab)
-    return events
+    return _roll_again_or_pass(state, tab, bonus, events)
 
 
 @kernel

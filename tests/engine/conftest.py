@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from ludo_env.engine import Game
 from ludo_env.rules import Rules
 from tests.engine.reference import RefGame
@@ -36,8 +34,3 @@ def play_side_by_side(rules: Rules, seed: int, max_rolls: int = 5000, first_seat
             assert game.to_dict() == ref.to_dict(), (seed, rolls, "after move")
     assert ref.over == game.over
     return rolls
-
-
-@pytest.fixture(params=["classic", "pyludo", "ucsd", "quick"])
-def variant(request) -> str:
-    return request.param

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ludo_env.engine import compile_rules, new_batch, step_batch
-from ludo_env.engine.layout import BASE, N_FINISHED, OVER, PLACES, TOKENS, UNUSED
+from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch
+from ludo_env.engine.layout import BASE, EV_ILLEGAL_REPLACED, N_FINISHED, OVER, PLACES, TOKENS, UNUSED
 from ludo_env.rules import Rules
 
 CONFIGS = st.sampled_from(
@@ -65,8 +65,6 @@ def test_random_games_keep_every_invariant_and_end(config, seed, choice_seed):
     chooser = np.random.default_rng(choice_seed)
     events = np.zeros(batch, dtype=np.int32)
     masks = np.zeros((batch, 4), dtype=np.int8)
-    from ludo_env.engine import legal_masks
-
     legal_masks(states, tab, masks)
     for _ in range(20_000):
         if states[:, OVER].all():
@@ -75,7 +73,7 @@ def test_random_games_keep_every_invariant_and_end(config, seed, choice_seed):
         noise = chooser.random((batch, 4)) + masks
         choices = np.argmax(noise, axis=1).astype(np.int64)
         step_batch(states, tab, rng, choices, events, masks)
-        assert not (events & (1 << 11)).any(), "a legal choice was treated as illegal"
+        assert not (events & EV_ILLEGAL_REPLACED).any(), "a legal choice was treated as illegal"
         for state in states:
             check_state(rules, state)
             if name == "classic":

@@ -178,3 +178,12 @@ def test_checked_mode_refuses_out_of_turn_actions():
         game.roll(2)
     with pytest.raises(IllegalMoveError, match="die=7 is not a die value"):
         Game(R).roll(7)
+
+
+def test_hand_built_positions_are_checked():
+    with pytest.raises(IllegalMoveError, match="token 1 of seat 0 at 60 is off its path: use -1..56"):
+        Game.from_position(R, [[0, 60, B, B], [B] * 4, [B] * 4, [B] * 4])
+    with pytest.raises(IllegalMoveError, match="current=4 is not a seat: choose 0..3"):
+        Game.from_position(R, [[B] * 4] * 4, current=4)
+    with pytest.raises(IllegalMoveError, match="sixes=3 is not allowed: use 0..2"):
+        Game.from_position(R, [[B] * 4] * 4, sixes=3)
