@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
 import yaml
 
 from ludo_env.engine import compile_rules, new_batch, play_random

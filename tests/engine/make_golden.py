@@ -2,7 +2,7 @@
 
     python -m tests.engine.make_golden
 
-Each file is one game per line group: JSON lines of {"before", "die", "legal",
+Each file is one game: a header line, then JSON lines of {"before", "die", "legal",
 "action", "after", "events"} for every roll, written by the checked `Game` with
 dice and choices from fixed seeds. "legal" is the mask after the roll (all
 zero when the roll forfeited or had no move, and "action" is then null). `test_golden.py` replays every
