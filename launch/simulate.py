@@ -31,8 +31,9 @@ def parse(argv: list[str]) -> tuple[dict, dict]:
         value = yaml.safe_load(raw) if raw else ""
         (run if key in RUN_KEYS else overrides)[key] = value
     for key in ("games", "seed", "max_plies"):
-        if not isinstance(run[key], int) or isinstance(run[key], bool) or run[key] < (0 if key == "seed" else 1):
-            raise RulesError(f"{key}={run[key]!r} is not allowed: give a positive integer")
+        lowest = 0 if key == "seed" else 1
+        if not isinstance(run[key], int) or isinstance(run[key], bool) or run[key] < lowest:
+            raise RulesError(f"{key}={run[key]!r} is not allowed: give an integer >= {lowest}")
     return run, overrides
 
 

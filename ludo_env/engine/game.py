@@ -159,7 +159,7 @@ class Game:
         return self._mask.copy()
 
     def legal_tokens(self) -> list[int]:
-        return [t for t in range(MAX_TOKENS) if self.legal_mask()[t]]
+        return [int(t) for t in self.legal_mask().nonzero()[0]]
 
     def mover_view(self, viewer: int | None = None) -> np.ndarray:
         """Every token as seen by `viewer` (default: the mover); see `frame.view_from`."""
