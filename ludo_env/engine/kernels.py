@@ -186,9 +186,13 @@ def _send_back_opponents(state, tab, seat, square):
 
 
 @inline_kernel
-def _land(state, tab, seat, token, q):
-    """Put the token on track progress `q` and resolve what is there; return events."""
-    i = token_index(seat, token)
+def landing(state, tab, seat, q):
+    """Where a token of `seat` walking to track progress `q` comes to rest, and what happens there.
+
+    Pure: returns ``(progress, events)`` without touching the state. The events
+    count the opponents a capture would send back; a token sent back by the
+    square (pyludo globes and stacks) rests at its restart point.
+    """
     events = 0
     jumped = False
     while True:
@@ -196,11 +200,9 @@ def _land(state, tab, seat, token, q):
         n_opp = opponents_on(state, tab, seat, square)
         safe = tab[tab[R_SAFE_AT] + square] != 0
         if n_opp > 0 and safe and tab[R_SAFE_MOVER_HOME]:
-            state[i] = _restart_progress(tab)
-            return events | EV_SENT_BACK
+            return _restart_progress(tab), events | EV_SENT_BACK
         if n_opp > 1 and not safe and tab[R_STACK_MOVER_HOME]:
-            state[i] = _restart_progress(tab)
-            return events | EV_SENT_BACK
+            return _restart_progress(tab), events | EV_SENT_BACK
         star_gap = tab[tab[R_STAR_GAP_AT] + square]
         if star_gap > 0 and tab[R_STAR_JUMP] and not jumped:
             q_next = q + star_gap
@@ -211,13 +213,34 @@ def _land(state, tab, seat, token, q):
                 jumped = True
                 continue
             if tab[R_LAST_STAR_HOME]:
-                state[i] = tab[R_HOME]
-                return events | EV_STAR
-        state[i] = q
+                return tab[R_HOME], events | EV_STAR
         if n_opp > 0 and not safe:
-            sent = _send_back_opponents(state, tab, seat, square)
-            return events | EV_CAPTURE | (sent << EV_CAPTURED_SHIFT)
-        return events
+            return q, events | EV_CAPTURE | (n_opp << EV_CAPTURED_SHIFT)
+        return q, events
+
+
+@inline_kernel
+def move_outcome(state, tab, seat, token, die):
+    """Where a legal move of `token` with `die` ends, and its landing events, without moving it.
+
+    Returns ``(progress, events)``; the events are those of `landing` plus
+    ``EV_ENTERED`` and ``EV_BOUNCE``. Bots and observation encoders read moves
+    through this function, so they see exactly what `apply_move` will do.
+    """
+    p = state[token_index(seat, token)]
+    if p == BASE:
+        if tab[R_ENTER_CAPTURES]:
+            sent = opponents_on(state, tab, seat, board_square(tab, seat, 0))
+            if sent:
+                return 0, EV_ENTERED | EV_CAPTURE | (sent << EV_CAPTURED_SHIFT)
+            return 0, EV_ENTERED
+        q, events = landing(state, tab, seat, 0)
+        return q, events | EV_ENTERED
+    q = move_target(state, tab, seat, token, die)
+    if q < tab[R_TRACK_STEPS]:
+        return landing(state, tab, seat, q)
+    home = tab[R_HOME]
+    return q, (EV_BOUNCE if p + die > home and q < home else 0)
 
 
 @kernel
@@ -303,24 +326,11 @@ def apply_move(state, tab, token):
     seat = state[CURRENT]
     die = state[DIE]
     i = token_index(seat, token)
-    p = state[i]
-    q = move_target(state, tab, seat, token, die)
-    steps = tab[R_TRACK_STEPS]
     home = tab[R_HOME]
-    if p == BASE:
-        events = EV_ENTERED
-        if tab[R_ENTER_CAPTURES]:
-            state[i] = 0
-            sent = _send_back_opponents(state, tab, seat, board_square(tab, seat, 0))
-            if sent:
-                events |= EV_CAPTURE | (sent << EV_CAPTURED_SHIFT)
-        else:
-            events |= _land(state, tab, seat, token, 0)
-    elif q < steps:
-        events = _land(state, tab, seat, token, q)
-    else:
-        events = EV_BOUNCE if p + die > home and q < home else 0
-        state[i] = q
+    q, events = move_outcome(state, tab, seat, token, die)
+    state[i] = q
+    if events & EV_CAPTURE:
+        _send_back_opponents(state, tab, seat, board_square(tab, seat, q))
     if state[i] == home:
         events |= EV_TOKEN_HOME
         all_home = True
