@@ -104,6 +104,13 @@ class Game:
         game.state[OVER] = record["over"]
         return game
 
+    @classmethod
+    def from_state(cls, rules: Rules, state: np.ndarray) -> "Game":
+        """A game holding a copy of an engine state row (for display and checked play)."""
+        game = cls(rules)
+        game.state[:] = state
+        return game
+
     def to_dict(self) -> dict[str, Any]:
         """The state as plain JSON values (the golden-record format)."""
         return {

@@ -1,0 +1,158 @@
+"""`LudoEnv`: single-agent Ludo for gymnasium, registered as ``ludo_env/Ludo-v0``.
+
+Import this module (it registers the id), then::
+
+    env = gymnasium.make("ludo_env/Ludo-v0", variant="classic",
+                         opponents=["hybrid", "random", "random"], obs="egocentric", reward="sparse")
+
+The learner plays one seat; the other seats are played by `opponents`, in
+turn order after the learner: seed bot names, ``py:package.module:Class`` bots,
+``ckpt:<path>`` policies (see `policies.players`), or objects with
+``act(states, tab, masks)``. ``len(opponents) + 1`` is the number of players.
+``seat`` fixes the learner's seat; by default it rotates from episode to
+episode (seat 0 always rolls first), so the learner sees every seat.
+
+Spaces: observation is a Dict of ``observations`` (float32, the ``obs``
+encoder, learner's frame), ``action_mask`` (int8, 4) and ``state`` (int32
+engine row); the action is the token 0..3 to move (encoding and mask
+convention in `ludo_env.core`). An illegal action is replaced by the lowest
+legal token and reported as ``info["illegal_action"]``.
+
+Rewards: ``reward`` is a kind name or a mapping of `ludo_env.rewards.RewardConfig`
+fields; shaping between the learner's decisions is paid on its next step, the
+end pay when the game ends (``terminated``). The turn limit ``max_plies``
+truncates. ``info`` holds ``forced_moves`` (decisions with one legal token the
+env played for the learner), ``seat`` and, at the end, ``places``.
+Other keyword arguments are rule overrides (``bonus_roll_on_six=False``).
+Version 0.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from ludo_env.config import EnvConfig
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
+from ludo_env.rules import MAX_TOKENS
+
+ROW = np.zeros(1, dtype=np.int64)
+
+
+def make_opponent(spec: Any, seed: int):
+    """A batched player from a spec string (see `policies.players`) or an object that already has `act`."""
+    if hasattr(spec, "act"):
+        return spec
+    from policies.players import make_player
+
+    return make_player(str(spec), seed=seed)
+
+
+class LudoEnv(gym.Env):
+    metadata = {"render_modes": ["ansi"], "version": 0}
+
+    def __init__(
+        self,
+        variant: str = "classic",
+        opponents: Sequence[Any] = ("random", "random", "random"),
+        obs: str = "egocentric",
+        reward: Any = "sparse",
+        seat: int | None = None,
+        auto_forced_moves: bool = True,
+        max_plies: int | None = None,
+        render_mode: str | None = None,
+        **rule_overrides,
+    ):
+        opponents = list(opponents)
+        settings = {"variant": variant, "players": len(opponents) + 1, "rules": rule_overrides, "obs": obs,
+                    "reward": reward, "auto_forced_moves": auto_forced_moves}
+        if max_plies is not None:
+            settings["max_plies"] = max_plies
+        self.config = EnvConfig.from_mapping(settings)
+        rules = self.config.build_rules()
+        if seat is not None and not 0 <= seat < rules.players:
+            raise ValueError(f"seat={seat} is not a seat: choose 0..{rules.players - 1}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported: use 'ansi' or None")
+        self.render_mode = render_mode
+        self.games = LudoGames(rules, 1, obs, self.config.build_reward(), auto_forced_moves, self.config.max_plies)
+        self.players = rules.players
+        self.fixed_seat = seat
+        self._opponent_specs = opponents
+        self.opponents = self._make_opponents(0)
+        self.observation_space = observation_space(obs)
+        self.action_space = ACTION_SPACE
+        self.seat = 0 if seat is None else seat
+        self._episodes = 0
+
+    def _make_opponents(self, seed: int) -> list:
+        return [make_opponent(spec, seed=seed * len(self._opponent_specs) + i + 1)
+                for i, spec in enumerate(self._opponent_specs)]
+
+    def _opponent_of(self, seat: int):
+        return self.opponents[(seat - self.seat) % self.players - 1]
+
+    def _play_opponents(self) -> None:
+        """Opponents move until the learner faces a decision or the game stops."""
+        games = self.games
+        while not (games.over(ROW)[0] or games.truncated(ROW)[0]):
+            mover = int(games.movers(ROW)[0])
+            if mover == self.seat:
+                return
+            choice = self._opponent_of(mover).act(games.states[ROW], games.tab, games.masks[ROW])
+            games.play(ROW, np.asarray(choice, dtype=np.int64).reshape(1))
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        obs = {k: v[0] for k, v in self.games.observe(ROW).items()}
+        if self.games.over(ROW)[0] or self.games.truncated(ROW)[0]:
+            obs["action_mask"] = np.zeros(MAX_TOKENS, dtype=np.int8)
+        return obs
+
+    def _info(self) -> dict:
+        info = {"seat": self.seat, "forced_moves": int(self.games.forced_moves[0])}
+        if self.games.over(ROW)[0]:
+            info["places"] = self.games.places(0).tolist()
+        return info
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            # A seeded reset replays exactly: seat rotation and the opponents' own randomness restart too.
+            self._episodes = 0
+            self.opponents = self._make_opponents(seed)
+        while True:
+            self.seat = self.fixed_seat if self.fixed_seat is not None else self._episodes % self.players
+            self._episodes += 1
+            self.games.reset(ROW, int(self.np_random.integers(2**63)), np.zeros(1, dtype=np.int64))
+            self._play_opponents()
+            if not (self.games.over(ROW)[0] or self.games.truncated(ROW)[0]):
+                break  # (a game the learner never gets to play is drawn again)
+        self.games.collect_decision_reward(ROW)
+        return self._observation(), self._info()
+
+    def step(self, action):
+        self.games.play(ROW, np.array([int(action)], dtype=np.int64))
+        illegal = bool(self.games.events[0] & EV_ILLEGAL_REPLACED)
+        self._play_opponents()
+        terminated, truncated = bool(self.games.over(ROW)[0]), bool(self.games.truncated(ROW)[0])
+        if terminated or truncated:
+            reward = self.games.collect_end_rewards(0)[self.seat]
+        else:
+            reward = self.games.collect_decision_reward(ROW)[0]
+        info = self._info()
+        info["illegal_action"] = illegal
+        return self._observation(), float(reward), terminated, truncated, info
+
+    def render(self):
+        from ludo_env.engine.game import Game
+
+        return str(Game.from_state(self.games.rules, self.games.states[0]))
+
+
+def register() -> None:
+    if "ludo_env/Ludo-v0" not in gym.registry:
+        gym.register(id="ludo_env/Ludo-v0", entry_point="ludo_env.gym_env:LudoEnv")
+
+register()
