@@ -56,11 +56,7 @@ class EnvConfig:
         return Rules.load(self.variant, **overrides)
 
     def build_reward(self) -> RewardConfig:
-        if isinstance(self.reward, RewardConfig):
-            return self.reward
-        if isinstance(self.reward, str):
-            return RewardConfig.from_mapping(None, kind=self.reward)
-        return RewardConfig.from_mapping(dict(self.reward))
+        return RewardConfig.load(self.reward)
 
     def check(self) -> None:
         obs_dim(self.obs)

@@ -28,9 +28,11 @@ between its decisions and is paid with its next observation or at the end.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from ludo_env.engine.jit import kernel
 from ludo_env.engine.kernels import token_index
@@ -38,6 +40,7 @@ from ludo_env.engine.layout import EV_CAPTURE, EV_ENTERED, EV_TOKEN_HOME, R_HOME
 from ludo_env.rules import MAX_PLAYERS
 
 REWARD_KINDS = ("sparse", "seed000_dense", "potential")
+REWARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "reward"
 
 
 class RewardConfigError(ValueError):
@@ -81,6 +84,18 @@ class RewardConfig:
         if unknown:
             raise RewardConfigError(f"unknown reward field {unknown[0]!r}: choose from {', '.join(sorted(known))}")
         return cls(**merged)
+
+    @classmethod
+    def load(cls, spec: "str | dict[str, Any] | RewardConfig") -> "RewardConfig":
+        """A config from a preset name (``conf/reward/<name>.yaml``), a mapping of fields, or itself."""
+        if isinstance(spec, RewardConfig):
+            return spec
+        if isinstance(spec, str):
+            path = REWARD_DIR / f"{spec}.yaml"
+            if not path.is_file():
+                raise RewardConfigError(f"unknown reward {spec!r}: choose one of {', '.join(REWARD_KINDS)}")
+            return cls.from_mapping(yaml.safe_load(path.read_text()))
+        return cls.from_mapping(dict(spec))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
