@@ -1,0 +1,387 @@
+"""RLlib (new API stack) RLModules for Ludo: masked PPO and DQN, scripted bots, and playing outside RLlib.
+
+Spaces the modules expect (what `ludo_env.multi_agent_env.LudoMultiAgentEnv` gives each seat)
+-------------------------------------------------------------------------------------------
+* Action: ``Discrete(4)``, the index of the token to move (0..3).
+* Observation: a ``gymnasium.spaces.Dict`` with
+
+  - ``"observations"``: float32 ``(obs_dim,)``, the encoder's features; the only input of the nets;
+  - ``"action_mask"``: float ``(4,)``, **1 = token t may move, 0 = illegal**;
+  - ``"state"``: int ``(26,)``, the raw engine state row (absolute seats, mover at ``CURRENT``);
+    only `BotRLModule` reads it.
+
+Masking happens here and nowhere else, in `mask_illegal`:
+
+* `MaskedPPOTorchRLModule` sets illegal logits to `PPO_ILLEGAL_LOGIT`, a finite
+  ``-3.4e38``: the probability is still exactly 0, and every number PPO derives
+  from the logits (log-probabilities, probability ratios, entropy, KL) stays
+  finite even for a masked-out action, where ``-inf`` gives ``-inf - (-inf) = nan``.
+* `MaskedDQNTorchRLModule` sets illegal Q-values to ``-inf`` (`DQN_ILLEGAL_Q`):
+  RLlib's DQN learner reads Q through ``nan_to_num(neginf=0)``, so ``-inf`` is the
+  value it is built to ignore, and a bootstrap from a state without legal moves is 0.
+
+model_config keys
+-----------------
+Masked modules (`module_spec` kinds ``"ppo"`` and ``"dqn"``):
+
+* the RLlib default-model keys, e.g. ``fcnet_hiddens`` (default ``[256, 256]``),
+  ``fcnet_activation`` (``"tanh"``), ``head_fcnet_hiddens`` (``[]``), ``vf_share_layers``
+  (PPO), and DQN's ``dueling``, ``double_q``, ``epsilon``, ``num_atoms``, ... The
+  algorithm's own defaults (`PPOConfig` / `DQNConfig` ``.model_config``) fill any key
+  left out, inside RLlib and when a module is built on its own alike.
+* required: ``"obs"`` (observation encoder name), ``"variant"`` (rule-set name or
+  mapping) and ``"players"``. The nets do not read them; they travel with every
+  checkpoint so that a saved module says which observations it was trained on.
+
+`BotRLModule` (kind ``"bot"``): required ``"bot"`` (a `policies.bots.Bot` name) and
+``"players"``; ``"variant"`` (name or mapping of `Rules` fields, default
+``"classic"``); ``"seed"`` (default 0).
+
+Playing outside RLlib: `load_checkpoint_player` loads one module checkpoint (for an
+algorithm checkpoint, ``<ckpt>/learner_group/learner/rl_module/<module_id>``) into a
+`ModulePlayer`, whose ``act`` plays greedy legal moves on a batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from ray.rllib.algorithms.dqn import DQNConfig
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
+from ray.rllib.algorithms.dqn.dqn_catalog import DQNCatalog
+from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.ppo.ppo_catalog import PPOCatalog
+from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
+
+from ludo_env.engine import compile_rules
+from ludo_env.rules import Rules
+from policies.bots import Bot
+
+OBSERVATIONS = "observations"
+ACTION_MASK = "action_mask"
+STATE = "state"
+
+PPO_ILLEGAL_LOGIT = -3.4e38
+DQN_ILLEGAL_Q = float("-inf")
+
+MODULE_KINDS = ("ppo", "dqn", "bot")
+ENV_KEYS = ("obs", "variant", "players")
+
+
+# ------------------------------------------------------------------ masking
+def mask_illegal(values: torch.Tensor, action_mask: torch.Tensor, illegal_value: float) -> torch.Tensor:
+    """`values` (logits or Q-values, ``(..., 4)``) with every illegal action set to `illegal_value`.
+
+    `torch.where` rather than adding ``log(mask)``: the legal entries keep their
+    exact values and gradients, the illegal ones get no gradient at all.
+    """
+    legal = legal_actions(action_mask).to(values.device)
+    return torch.where(legal, values, torch.full_like(values, illegal_value))
+
+
+def legal_actions(action_mask: Any) -> torch.Tensor:
+    """The mask convention in one place: a bool tensor, True where ``action_mask`` is 1."""
+    return torch.as_tensor(action_mask) > 0
+
+
+def split_observation(batch: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """``(batch with OBS = the "observations" features only, action mask)``; the input batch is not changed."""
+    obs = batch[Columns.OBS]
+    if not isinstance(obs, Mapping) or ACTION_MASK not in obs or OBSERVATIONS not in obs:
+        raise ValueError(
+            f"masked Ludo modules need Dict observations with '{OBSERVATIONS}' and '{ACTION_MASK}'"
+        )
+    return {**batch, Columns.OBS: obs[OBSERVATIONS]}, obs[ACTION_MASK]
+
+
+def net_observation_space(observation_space: gym.Space) -> gym.Space:
+    """The part of the observation space the nets are built on: the ``"observations"`` Box."""
+    if isinstance(observation_space, gym.spaces.Dict):
+        return observation_space[OBSERVATIONS]
+    return observation_space
+
+
+class _NetsOnObservations:
+    """Catalog mixin: build the encoder on the ``"observations"`` Box, not the whole Dict.
+
+    The module itself keeps the Dict space, so checkpoints, `RLModuleSpec.from_module`
+    and the connectors see the env's real space.
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, model_config_dict: dict, **kwargs):
+        super().__init__(
+            observation_space=net_observation_space(observation_space),
+            action_space=action_space,
+            model_config_dict=model_config_dict,
+            **kwargs,
+        )
+
+
+class MaskedPPOCatalog(_NetsOnObservations, PPOCatalog):
+    """PPO's catalog, nets on the ``"observations"`` entry."""
+
+
+class MaskedDQNCatalog(_NetsOnObservations, DQNCatalog):
+    """DQN's catalog, nets on the ``"observations"`` entry."""
+
+
+def _catalog_for(catalog_class: type | None, stock: type, masked: type) -> type:
+    # RLlib fills an unset catalog_class with the algorithm's stock catalog, which would
+    # try to build an encoder for the whole Dict space.
+    if catalog_class is None or catalog_class is stock:
+        return masked
+    if issubclass(catalog_class, _NetsOnObservations):
+        return catalog_class
+    raise ValueError(f"catalog_class {catalog_class.__name__} must subclass {masked.__name__}")
+
+
+@functools.cache
+def _algorithm_model_defaults(kind: str) -> dict:
+    return (PPOConfig() if kind == "ppo" else DQNConfig()).model_config
+
+
+def _masked_model_config(kind: str, model_config: Any) -> dict:
+    """The algorithm's defaults under the given model_config; checks the env keys are there."""
+    if dataclasses.is_dataclass(model_config):
+        model_config = dataclasses.asdict(model_config)
+    model_config = dict(model_config or {})
+    missing = [k for k in ENV_KEYS if k not in model_config]
+    if missing:
+        raise ValueError(
+            f"masked {kind.upper()} module: model_config lacks {', '.join(missing)} "
+            f"(every masked module records {', '.join(ENV_KEYS)} of the env it plays)"
+        )
+    return _algorithm_model_defaults(kind) | model_config
+
+
+# ------------------------------------------------------------------ learned modules
+class MaskedPPOTorchRLModule(DefaultPPOTorchRLModule):
+    """RLlib's default PPO actor-critic on ``"observations"``, with illegal logits masked out."""
+
+    def __init__(self, *args, catalog_class=None, model_config=None, **kwargs):
+        super().__init__(
+            *args,
+            catalog_class=_catalog_for(catalog_class, PPOCatalog, MaskedPPOCatalog),
+            model_config=_masked_model_config("ppo", model_config),
+            **kwargs,
+        )
+
+    def _forward(self, batch, **kwargs):
+        net_batch, action_mask = split_observation(batch)
+        out = super()._forward(net_batch, **kwargs)
+        out[Columns.ACTION_DIST_INPUTS] = mask_illegal(
+            out[Columns.ACTION_DIST_INPUTS], action_mask, PPO_ILLEGAL_LOGIT
+        )
+        return out
+
+    def _forward_train(self, batch, **kwargs):
+        net_batch, action_mask = split_observation(batch)
+        out = super()._forward_train(net_batch, **kwargs)
+        out[Columns.ACTION_DIST_INPUTS] = mask_illegal(
+            out[Columns.ACTION_DIST_INPUTS], action_mask, PPO_ILLEGAL_LOGIT
+        )
+        return out
+
+    def compute_values(self, batch, embeddings=None):
+        if embeddings is None:
+            batch, _ = split_observation(batch)
+        return super().compute_values(batch, embeddings)
+
+
+class MaskedDQNTorchRLModule(DefaultDQNTorchRLModule):
+    """RLlib's default DQN (dueling, double-Q, ... as configured) on ``"observations"``, illegal Q = -inf.
+
+    Every Q-value RLlib computes (online, target, the double-Q next-state pass)
+    goes through `_qf_forward_helper`, so masking its output covers greedy actions
+    and bootstrap targets. With dueling, the mask is applied to the final
+    ``V + A - mean(A)``, so the head trains exactly as RLlib's own.
+    """
+
+    def __init__(self, *args, catalog_class=None, model_config=None, **kwargs):
+        super().__init__(
+            *args,
+            catalog_class=_catalog_for(catalog_class, DQNCatalog, MaskedDQNCatalog),
+            model_config=_masked_model_config("dqn", model_config),
+            **kwargs,
+        )
+
+    def _qf_forward_helper(self, batch, encoder, head):
+        net_batch, action_mask = split_observation(batch)
+        out = super()._qf_forward_helper(net_batch, encoder, head)
+        out[QF_PREDS] = mask_illegal(out[QF_PREDS], action_mask, DQN_ILLEGAL_Q)
+        return out
+
+    def _forward_exploration(self, batch, t: int = 0, **kwargs):
+        # Epsilon-greedy whose random move is drawn from the env's mask. RLlib's own draws
+        # among the actions whose Q is non-zero, which also drops a legal action whose Q
+        # happens to be exactly 0 (and fails if all of them are).
+        q_out = self.compute_q_values(batch)
+        greedy = q_out[QF_PREDS].argmax(dim=-1)
+        legal = legal_actions(batch[Columns.OBS][ACTION_MASK]).float().to(greedy.device)
+        legal = legal + (legal.sum(dim=-1, keepdim=True) == 0)  # no legal move: any index, the env ignores it
+        random_moves = torch.multinomial(legal, num_samples=1).squeeze(-1)
+        self.epsilon_schedule.update(t)
+        epsilon = self.epsilon_schedule.get_current_value()
+        explore = torch.rand(greedy.shape, device=greedy.device) < epsilon
+        out = {Columns.ACTIONS: torch.where(explore, random_moves, greedy)}
+        if Columns.STATE_OUT in q_out:
+            out[Columns.STATE_OUT] = q_out[Columns.STATE_OUT]
+        return out
+
+
+# ------------------------------------------------------------------ scripted bots
+def _to_numpy(x: Any) -> np.ndarray:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+class BotRLModule(RLModule):
+    """A scripted `policies.bots.Bot` as a fixed RLModule, so bots and learned modules are interchangeable.
+
+    It outputs ``Columns.ACTIONS`` directly: RLlib's `GetActions` connector samples
+    only when a module gives no actions, so PPO's and DQN's EnvRunners send these
+    moves unchanged. It is a plain `RLModule`, not a torch one, with no parameters:
+    the torch Learner builds optimizers only for ``nn.Module`` modules, and an empty
+    parameter list would make ``Adam`` fail. Leave it out of ``policies_to_train``.
+
+    Every copy starts from the same ``seed``, so EnvRunners with the same bot draw the
+    same random stream; the games differ anyway because their dice do.
+    """
+
+    def __init__(self, *args, catalog_class=None, **kwargs):
+        # No catalog: the stock one (filled in by RLlib) cannot build for a Dict space.
+        super().__init__(*args, **kwargs)
+
+    def setup(self):
+        config = self.model_config or {}
+        missing = [k for k in ("bot", "players") if k not in config]
+        if missing:
+            raise ValueError(f"BotRLModule: model_config lacks {', '.join(missing)} (it needs bot and players)")
+        rules = Rules.load(config.get("variant", "classic"), players=int(config["players"]))
+        self._rules_table = compile_rules(rules)
+        self.bot = Bot(config["bot"], seed=int(config.get("seed", 0)))
+
+    def _forward(self, batch, **kwargs):
+        obs = batch[Columns.OBS]
+        if not isinstance(obs, Mapping) or STATE not in obs or ACTION_MASK not in obs:
+            raise ValueError(f"BotRLModule reads Dict observations with '{STATE}' and '{ACTION_MASK}'")
+        states = _to_numpy(obs[STATE]).astype(np.int16)
+        masks = _to_numpy(legal_actions(obs[ACTION_MASK])).astype(np.int8)
+        choices = self.bot.act(np.ascontiguousarray(states), self._rules_table, np.ascontiguousarray(masks))
+        return {Columns.ACTIONS: np.asarray(choices, dtype=np.int64)}
+
+    def _forward_train(self, batch, **kwargs):
+        raise NotImplementedError(
+            "BotRLModule plays a fixed script and cannot train: leave it out of policies_to_train"
+        )
+
+
+# ------------------------------------------------------------------ specs
+_MODULE_CLASSES = {"ppo": MaskedPPOTorchRLModule, "dqn": MaskedDQNTorchRLModule, "bot": BotRLModule}
+_CATALOG_CLASSES = {"ppo": MaskedPPOCatalog, "dqn": MaskedDQNCatalog, "bot": None}
+
+
+def module_spec(
+    kind: str,
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+    model_config: Mapping[str, Any] | None = None,
+) -> RLModuleSpec:
+    """An `RLModuleSpec` for a ``"ppo"``, ``"dqn"`` or ``"bot"`` module.
+
+    Leave the spaces None inside an algorithm config: RLlib fills them from the env.
+    The algorithm's model_config settings (e.g. DQN's ``dueling``) apply under the
+    keys given here.
+    """
+    if kind not in _MODULE_CLASSES:
+        raise ValueError(f"unknown module kind '{kind}': choose one of {', '.join(MODULE_KINDS)}")
+    return RLModuleSpec(
+        module_class=_MODULE_CLASSES[kind],
+        catalog_class=_CATALOG_CLASSES[kind],
+        observation_space=observation_space,
+        action_space=action_space,
+        model_config=dict(model_config or {}),
+    )
+
+
+def multi_agent_spec(
+    modules: Mapping[str, tuple[str, Mapping[str, Any]]],
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+) -> MultiRLModuleSpec:
+    """A `MultiRLModuleSpec` from ``{module_id: (kind, model_config)}``, all on the same spaces."""
+    return MultiRLModuleSpec(
+        rl_module_specs={
+            module_id: module_spec(kind, observation_space, action_space, model_config)
+            for module_id, (kind, model_config) in modules.items()
+        }
+    )
+
+
+# ------------------------------------------------------------------ playing outside RLlib
+class ModulePlayer:
+    """Greedy, legal play from an RLModule on batches of decisions, outside RLlib.
+
+    ``obs`` (the observation encoder's name), ``variant`` and ``players`` come from the
+    module's model_config (None if it lacks them) and tell the caller which
+    observations to build.
+    """
+
+    def __init__(self, module: RLModule):
+        if isinstance(module, MultiRLModule):
+            raise TypeError(f"ModulePlayer plays one module, got a MultiRLModule with {', '.join(module.keys())}")
+        self.module = module
+        if isinstance(module, torch.nn.Module):
+            module.eval()
+        config = module.model_config if isinstance(module.model_config, Mapping) else {}
+        self.obs: str | None = config.get("obs")
+        self.variant = config.get("variant")
+        self.players: int | None = config.get("players")
+
+    def act(self, obs: np.ndarray, masks: np.ndarray, states: np.ndarray | None = None) -> np.ndarray:
+        """Token choices, int64 ``(B,)``, for features `obs` ``(B, obs_dim)`` and legal `masks` ``(B, 4)``.
+
+        `states` (the raw engine rows) is needed only by `BotRLModule`.
+        """
+        masks_t = torch.as_tensor(np.asarray(masks), dtype=torch.float32)
+        batch_obs = {
+            OBSERVATIONS: torch.as_tensor(np.asarray(obs), dtype=torch.float32),
+            ACTION_MASK: masks_t,
+        }
+        if states is not None:
+            batch_obs[STATE] = torch.as_tensor(np.asarray(states).astype(np.int32))
+        with torch.no_grad():
+            out = self.module.forward_inference({Columns.OBS: batch_obs})
+        if Columns.ACTIONS in out:
+            return _to_numpy(out[Columns.ACTIONS]).astype(np.int64)
+        # Mask again: a module that forgot to mask must still never play an illegal move.
+        logits = mask_illegal(out[Columns.ACTION_DIST_INPUTS], masks_t, PPO_ILLEGAL_LOGIT)
+        return _to_numpy(logits.argmax(dim=-1)).astype(np.int64)
+
+
+def load_checkpoint_player(path: str | Path) -> ModulePlayer:
+    """A `ModulePlayer` for the single-module checkpoint at `path` (e.g. from ``module.save_to_path``)."""
+    path = Path(path)
+    if not (path / RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME).is_file():
+        raise ValueError(
+            f"'{path}' is not an RLModule checkpoint (no {RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME}); "
+            "in an algorithm checkpoint use <ckpt>/learner_group/learner/rl_module/<module_id>"
+        )
+    try:
+        module = RLModule.from_checkpoint(path.resolve().as_posix())
+    except ValueError as e:  # e.g. an algorithm checkpoint's root: its class is no RLModule
+        raise ValueError(f"'{path}' is not an RLModule checkpoint: {str(e).splitlines()[0]}") from None
+    if isinstance(module, MultiRLModule):
+        raise ValueError(
+            f"'{path}' holds several modules ({', '.join(module.keys())}): load one of them, '{path}/<module_id>'"
+        )
+    return ModulePlayer(module)
