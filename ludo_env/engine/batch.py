@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ludo_env.engine import rng as rngmod
-from ludo_env.engine.jit import kernel
+from ludo_env.engine.jit import inline_kernel, kernel
 from ludo_env.engine.kernels import (
     ILLEGAL,
     apply_move,
@@ -72,6 +72,21 @@ def new_batch(tab: np.ndarray, batch: int, seed: int, first_seats: np.ndarray | 
     return states, rng
 
 
+@inline_kernel
+def random_legal(mask, rng, stream):
+    """A uniformly random token among those set in `mask` (at least one), drawn from `stream`."""
+    n_legal = 0
+    for t in range(MAX_TOKENS):
+        n_legal += mask[t]
+    pick = rngmod.below(rng, stream, n_legal)
+    for t in range(MAX_TOKENS):
+        if mask[t]:
+            if pick == 0:
+                return t
+            pick -= 1
+    return -1
+
+
 @kernel
 def legal_masks(states, tab, out):
     """`out[b, t]` = 1 if token t is legal in game b (all 0 for finished games)."""
@@ -119,16 +134,7 @@ def _play_random(states, tab, rng, max_plies, moves, mask):
         legal_mask(s, tab, mask)  # the decision may have been rolled before this call
         n_moves = 0
         while s[OVER] == 0 and s[PLY] < max_plies:
-            n_legal = 0
-            for t in range(MAX_TOKENS):
-                n_legal += mask[t]
-            pick = rngmod.below(rng, b, n_legal)
-            for t in range(MAX_TOKENS):
-                if mask[t]:
-                    if pick == 0:
-                        apply_move(s, tab, t)
-                        break
-                    pick -= 1
+            apply_move(s, tab, random_legal(mask, rng, b))
             n_moves += 1
             roll_until_decision(s, tab, rng, b, mask)
         moves[b] = n_moves

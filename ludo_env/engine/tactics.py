@@ -125,8 +125,12 @@ def _track_distance(tab, from_square, to_square):
 
 
 @kernel
-def gap_ahead(state, tab, seat, progress):
-    """Steps from a track token of `seat` to the nearest opponent track token it could still reach, or 0."""
+def _nearest_opponent(state, tab, seat, progress, ahead):
+    """Steps to the nearest opponent track token ahead of (or behind) a track token, within reach; 0 if none.
+
+    Ahead: the token could still walk there before its home column. Behind: the
+    opponent could still walk onto the token before its own home column.
+    """
     steps = tab[R_TRACK_STEPS]
     if progress < 0 or progress >= steps:
         return NO_GAP
@@ -139,28 +143,25 @@ def gap_ahead(state, tab, seat, progress):
             p = state[token_index(other, t)]
             if p < 0 or p >= steps:
                 continue
-            d = _track_distance(tab, here, board_square(tab, other, p))
-            if d > 0 and progress + d < steps and (best == NO_GAP or d < best):
+            there = board_square(tab, other, p)
+            if ahead:
+                d = _track_distance(tab, here, there)
+                walker = progress
+            else:
+                d = _track_distance(tab, there, here)
+                walker = p
+            if d > 0 and walker + d < steps and (best == NO_GAP or d < best):
                 best = d
     return best
 
 
 @kernel
+def gap_ahead(state, tab, seat, progress):
+    """Steps from a track token of `seat` to the nearest opponent track token it could still reach, or 0."""
+    return _nearest_opponent(state, tab, seat, progress, True)
+
+
+@kernel
 def gap_behind(state, tab, seat, progress):
     """Steps back from a track token of `seat` to the nearest opponent track token that could reach it, or 0."""
-    steps = tab[R_TRACK_STEPS]
-    if progress < 0 or progress >= steps:
-        return NO_GAP
-    here = board_square(tab, seat, progress)
-    best = NO_GAP
-    for other in range(tab[R_PLAYERS]):
-        if other == seat:
-            continue
-        for t in range(tab[R_TOKENS]):
-            p = state[token_index(other, t)]
-            if p < 0 or p >= steps:
-                continue
-            d = _track_distance(tab, board_square(tab, other, p), here)
-            if d > 0 and p + d < steps and (best == NO_GAP or d < best):
-                best = d
-    return best
+    return _nearest_opponent(state, tab, seat, progress, False)

@@ -27,7 +27,7 @@ the restart point (base, or the start square where tokens start on the board).
 """
 from __future__ import annotations
 
-from ludo_env.engine import rng as rngmod
+from ludo_env.engine.batch import random_legal
 from ludo_env.engine.jit import inline_kernel, kernel
 from ludo_env.engine.kernels import board_square, landing, move_outcome, progress_on, token_index
 from ludo_env.engine.layout import (
@@ -116,20 +116,6 @@ def _lowest(bits):
     for t in range(MAX_TOKENS):
         if (bits >> t) & 1:
             return t
-    return -1
-
-
-@inline_kernel
-def _pick_random(mask, rng, stream):
-    n = 0
-    for t in range(MAX_TOKENS):
-        n += mask[t]
-    k = rngmod.below(rng, stream, n)
-    for t in range(MAX_TOKENS):
-        if mask[t]:
-            if k == 0:
-                return t
-            k -= 1
     return -1
 
 
@@ -289,7 +275,7 @@ def choose(bot_id, state, tab, mask, rng, stream):
     if legal & (legal - 1) == 0:
         return _lowest(legal)  # a forced move needs no thought (and draws no random number)
     if bot_id == RANDOM:
-        return _pick_random(mask, rng, stream)
+        return random_legal(mask, rng, stream)
     if bot_id == FAST:
         return fast_choice(state, tab, legal)
     if bot_id == AGGRESSIVE:

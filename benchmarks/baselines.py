@@ -1,0 +1,46 @@
+"""The README's baseline table: every seed bot against 3 `random` and against 3 `hybrid`.
+
+    python benchmarks/baselines.py                       # classic and pyludo, 10,000 games per row
+    python benchmarks/baselines.py games=2000 variants=classic
+
+Each row is one `launch/evaluate.py` tournament (the same `play_tournament`,
+seats rotated, seed 0), run in one process so numba compiles once. Prints a
+Markdown table of the bot's win rate with its 95% Wilson interval and mean place.
+"""
+from __future__ import annotations
+
+import sys
+
+from policies.bots import BOT_NAMES
+from policies.tournament import play_tournament
+
+
+def main(argv: list[str]) -> None:
+    settings = {"games": "10000", "variants": "classic,pyludo", "seed": "0"}
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key not in settings or not value:
+            sys.exit(f"bad argument {arg!r}: use games=N variants=a,b seed=N")
+        settings[key] = value
+    games, seed = int(settings["games"]), int(settings["seed"])
+    print(f"{games:,} games per row, seed {seed}, seats rotated; win rate [95% Wilson interval], mean place\n")
+    print("| variant | bot | vs 3 random | place | vs 3 hybrid | place |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for variant in settings["variants"].split(","):
+        for bot in BOT_NAMES:
+            cells = []
+            for field in ("random", "hybrid"):
+                result = play_tournament([bot] + [field] * 3, games, variant, seed, rate=False)
+                row = next(r for r in result.rows if r.player == bot) if bot != field else _first_entry(result)
+                low, high = row.win_rate_ci95
+                cells += [f"{row.win_rate:.1%} [{low:.1%}, {high:.1%}]", f"{row.mean_place:.2f}"]
+            print(f"| {variant} | {bot} | " + " | ".join(cells) + " |", flush=True)
+
+
+def _first_entry(result):
+    """A bot against three copies of itself: the pooled row (every entry is the same player)."""
+    return result.rows[0]
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

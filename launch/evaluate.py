@@ -1,0 +1,149 @@
+"""Play a tournament between players and report wins, places, game length and ratings.
+
+    python launch/evaluate.py players='[hybrid,random,random,random]' games=10000 variant=classic seed=0
+    python launch/evaluate.py players='[py:mybots:FurthestBehind,fast]' variant=ucsd variant.blockades=true
+    python launch/evaluate.py players='[ckpt:runs/ppo/module,hybrid,hybrid,hybrid]' games=2000
+
+Configuration: ``conf/evaluate.yaml``, typed by `EvaluateConfig` below.
+`players` lists one spec per seat (a bot name, ``py:package.module:Class``
+or ``ckpt:<path>``, see `policies.players`); its length is the player count.
+`variant` picks a rule set from ``conf/variant`` (a Hydra config group) and
+``variant.<field>=value`` changes one rule. The table goes to stdout, the
+progress bar to stderr, the JSON report to `out` (default: the Hydra run
+folder ``outputs/evaluate/<time>/evaluate.json``; the working directory
+never changes). Seating, dice, ratings and game length are defined in
+`policies.tournament`.
+
+Any user error (an unknown key, a value of the wrong type, a bad player spec,
+rules the variant refuses, a bot that answers illegally) prints one line to
+stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+@dataclass
+class EvaluateConfig:
+    players: list[str] = field(default_factory=lambda: ["hybrid", "random", "random", "random"])
+    """One player spec per seat."""
+    games: int = 10_000
+    """Games to play; a multiple of the player count seats everyone equally."""
+    variant: dict[str, Any] = field(default_factory=dict)
+    """Rule fields, filled from conf/variant/<name>.yaml by the `variant` group."""
+    seed: int = 0
+    """Dice of game g: stream g of this seed."""
+    max_plies: int = 10_000
+    """Die rolls after which a game is stopped and counted as truncated."""
+    chunk: int = 8_192
+    """Games played per batch (the progress bar moves once per chunk)."""
+    path: str = "auto"
+    """auto, fast (built-in bots only) or generic."""
+    progress: bool = True
+    out: str | None = None
+    """Where the JSON report goes; default the Hydra run folder."""
+
+
+ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+
+
+class UserError(Exception):
+    """Input the user can fix; printed as one line."""
+
+
+def _one_line(err: BaseException) -> str:
+    """Hydra and OmegaConf spread an error over lines and a cause; keep what says what is wrong."""
+    text = str(err).strip()
+    line = text.splitlines()[0].rstrip(".") if text else type(err).__name__
+    if "Available options in" in text:  # an unknown group option: list the choices on the same line
+        options = text.split("Available options in", 1)[1].split("Config search path", 1)[0]
+        line += f": choose one of {', '.join(options.partition(':')[2].split())}"
+    cause = str(err.__cause__ or "").strip()
+    if cause and "$VALUE" not in cause and cause.splitlines()[0].rstrip(".") not in line:
+        line += f": {cause.splitlines()[0].rstrip('.')}"
+    return line
+
+
+def check_overrides(argv: list[str]) -> None:
+    """Compose the config with the command-line overrides first, so a bad one is a single line, not Hydra's page."""
+    if any(arg.startswith("-") for arg in argv):
+        return  # --help, --cfg, --multirun ...: Hydra's own business
+    from hydra import compose, initialize_config_dir
+
+    from ludo_env.rules import Rules
+
+    rule_fields = sorted(f.name for f in dataclasses.fields(Rules))
+    for arg in argv:
+        key = arg.partition("=")[0].lstrip("+~")
+        if key == "variant.players":
+            raise UserError("variant.players is not set by hand: the player count is the length of players")
+        if key.startswith("variant.") and key[len("variant."):] not in rule_fields:
+            raise UserError(
+                f"unknown rule field '{key[len('variant.'):]}': allowed fields are {', '.join(rule_fields)}"
+            )
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            compose("evaluate", overrides=argv, return_hydra_config=True)
+    except Exception as err:  # any composition failure is a problem with the user's input
+        raise UserError(_one_line(err)) from None
+
+
+def evaluate(cfg: EvaluateConfig) -> Path:
+    from ludo_env.rules import Rules, RulesError
+    from policies.players import PlayerError, PlayerSpecError
+    from policies.tournament import TournamentError, play_tournament
+
+    try:
+        if not cfg.players:
+            raise UserError("players=[] is not allowed: list one player spec per seat")
+        rules = Rules.load(dict(cfg.variant), players=len(cfg.players))
+        result = play_tournament(
+            list(cfg.players),
+            cfg.games,
+            rules,
+            cfg.seed,
+            cfg.progress,
+            max_plies=cfg.max_plies,
+            chunk=cfg.chunk,
+            path=cfg.path,
+        )
+    except (RulesError, PlayerSpecError, PlayerError, TournamentError) as err:
+        raise UserError(str(err)) from None
+    print(result.table())
+    out = Path(cfg.out or "evaluate.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.to_json() + "\n")
+    print(f"report: {out}")
+    return out
+
+
+@hydra.main(config_path="../conf", config_name="evaluate", version_base=None)
+def main(cfg: DictConfig) -> None:
+    config: EvaluateConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    try:
+        evaluate(config)
+    except UserError as err:
+        _fail(err)
+
+
+def _fail(err: BaseException) -> None:
+    print(f"error: {err}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    try:
+        check_overrides(sys.argv[1:])
+    except UserError as err:
+        _fail(err)
+    main()

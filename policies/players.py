@@ -1,0 +1,280 @@
+"""One way to ask any agent for a move: the `Player` protocol and player specs.
+
+A `Player` answers ``act(states, tab, masks) -> choices``: `states` are
+absolute engine rows ``(B, STATE_LEN)`` int16, each waiting on a decision for
+its mover (``ludo_env.engine.layout``), `tab` is ``compile_rules(rules)``,
+`masks` the ``(B, 4)`` int8 legal tokens, and `choices` one legal token index
+per game as int64 ``(B,)``. Players are asked in batches: one call covers
+every game in which that player is to move.
+
+`make_player(spec, seed)` builds a player from a string:
+
+``<bot name>``
+    a built-in bot from `policies.bots` (``random``, ``fast``, ``aggressive``,
+    ``defensive``, ``hybrid``, ``semi_smart``, ``heuristic000``). Built-in bots
+    also expose ``bot_id`` and ``act_streams``, so a tournament can play them
+    inside numba and key their randomness by game.
+``py:package.module:ClassName``
+    your own bot (below). The module is imported as Python would from the
+    current directory.
+``ckpt:<path>``
+    a learned checkpoint, loaded by ``policies.modules.load_checkpoint_player``
+    (needs the training extra: torch and ray).
+
+A bad spec raises `PlayerSpecError` with one line that lists what is allowed.
+
+Bring your own bot
+------------------
+Write a class with one batched method, ``choose(view, die, mask)``:
+
+* `view`: ``(B, 4, 4)`` int16, every token seen from the mover
+  (`ludo_env.engine.frame.view_from`): row 0 is the mover, the next rows
+  follow turn order; -1 is base, 0..51 a track square counted from the
+  mover's start square, 52 + k is k steps into the owner's home column
+  (52 is the rules' `track_squares`), and -2 marks absent seats and tokens;
+* `die`: ``(B,)`` the die to move by;
+* `mask`: ``(B, 4)`` int8, 1 for each token that may move (at least one);
+
+and return one token index (0..3) per game. It is built as ``ClassName()``,
+or ``ClassName(seed=seed)`` if its constructor takes a `seed`. Answers are
+checked: a wrong shape or an illegal token stops the run with one line that
+names the class. For example, "move the token that is furthest behind"::
+
+    import numpy as np
+
+    class FurthestBehind:
+        \"\"\"Move the legal token with the least progress; a token in base is furthest behind.\"\"\"
+
+        def choose(self, view, die, mask):
+            mine = view[:, 0, :].astype(np.int64)  # row 0: the mover's own tokens, in its own frame
+            return np.where(mask == 1, mine, 1_000).argmin(axis=1)
+
+Saved as ``mybots.py`` it plays as ``py:mybots:FurthestBehind``.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ludo_env.engine.frame import mover_view_batch
+from ludo_env.engine.jit import kernel
+from ludo_env.engine.layout import DIE
+
+
+class PlayerSpecError(ValueError):
+    """A player spec cannot be turned into a player; the message is one line for the user."""
+
+
+class PlayerError(RuntimeError):
+    """A player answered with something that is not one legal token per game; one line."""
+
+
+@runtime_checkable
+class Player(Protocol):
+    """Anything that picks one legal token per game from absolute engine states."""
+
+    name: str
+
+    def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray: ...
+
+
+def bot_names() -> tuple[str, ...]:
+    from policies.bots import BOT_NAMES
+
+    return tuple(BOT_NAMES)
+
+
+def allowed_specs() -> str:
+    """The one-line list of accepted specs, for error messages."""
+    return f"use a bot name ({', '.join(bot_names())}), py:package.module:ClassName, or ckpt:<path>"
+
+
+def make_player(spec: str, seed: int = 0) -> Player:
+    """The player a spec names (see the module docstring); `seed` feeds its own randomness."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise PlayerSpecError(f"player {spec!r} is not a spec: {allowed_specs()}")
+    spec = spec.strip()
+    if spec.startswith("py:"):
+        return _load_python_player(spec, seed)
+    if spec.startswith("ckpt:"):
+        return _load_checkpoint_player(spec)
+    if spec in bot_names():
+        return BotPlayer(spec, seed)
+    raise PlayerSpecError(f"unknown player '{spec}': {allowed_specs()}")
+
+
+def check_choices(choices: Any, masks: np.ndarray, who: str) -> np.ndarray:
+    """`choices` as int64 (B,) if it holds one legal token per game, else `PlayerError` naming `who`."""
+    n = masks.shape[0]
+    out = np.asarray(choices)
+    if out.shape != (n,):
+        raise PlayerError(f"{who} returned shape {out.shape} for {n} games: return one token index per game")
+    if n == 0:
+        return out.astype(np.int64)
+    whole_floats = np.issubdtype(out.dtype, np.floating) and bool(np.all(out == np.round(out)))
+    if not (np.issubdtype(out.dtype, np.integer) or whole_floats):
+        raise PlayerError(f"{who} returned {out.dtype} values: return integer token indices 0..3")
+    out = out.astype(np.int64)
+    in_range = (out >= 0) & (out < masks.shape[1])
+    legal = in_range.copy()
+    legal[in_range] = masks[np.flatnonzero(in_range), out[in_range]] == 1
+    if not legal.all():
+        b = int(np.flatnonzero(~legal)[0])
+        allowed = ", ".join(str(t) for t in np.flatnonzero(masks[b]))
+        raise PlayerError(
+            f"{who} chose token {int(out[b])} in game {b} of the batch, which is not legal there (legal: {allowed})"
+        )
+    return out
+
+
+# ----------------------------------------------------------------- built-in bots
+@functools.cache
+def _bot_kernel():
+    """The batched `choose` kernel, compiled on first use so that importing this module needs no bots."""
+    from policies.bots.kernels import choose
+
+    @kernel
+    def choose_rows(bot, states, tab, masks, rng, streams, out):
+        for i in range(states.shape[0]):
+            out[i] = choose(bot, states[i], tab, masks[i], rng, streams[i])
+
+    return choose_rows
+
+
+class BotPlayer:
+    """A built-in bot. `act` is `policies.bots.Bot.act`; `act_streams` draws from streams the caller owns."""
+
+    def __init__(self, name: str, seed: int = 0) -> None:
+        from policies.bots import Bot, bot_id
+
+        self.name = name
+        self.bot_id = int(bot_id(name))
+        self._bot = Bot(name, seed=seed)
+
+    def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return self._bot.act(states, tab, masks)
+
+    def act_streams(
+        self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray, rng: np.ndarray, streams: np.ndarray
+    ) -> np.ndarray:
+        """Choices for `states`, row i drawing its randomness from ``rng[streams[i]]`` (advanced in place)."""
+        out = np.empty(states.shape[0], dtype=np.int64)
+        _bot_kernel()(self.bot_id, states, tab, masks, rng, np.ascontiguousarray(streams, dtype=np.int64), out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"BotPlayer({self.name!r})"
+
+
+# ------------------------------------------------------------ bring your own bot
+class PythonPlayer:
+    """Adapter from a user class with ``choose(view, die, mask)`` (mover's frame) to `Player`."""
+
+    def __init__(self, spec: str, bot: Any) -> None:
+        self.name = spec
+        self.bot = bot
+        self._who = f"{type(bot).__name__}.choose"
+
+    def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        view = mover_view_batch(states, tab)
+        die = states[:, DIE].astype(np.int64)
+        try:
+            choices = self.bot.choose(view, die, masks.copy())  # a copy: the bot cannot edit the game's mask
+        except Exception as err:  # the user's code: say whose error it is, in one line
+            raise PlayerError(f"{self._who} raised {type(err).__name__}: {_one_line(err)}") from err
+        return check_choices(choices, masks, self._who)
+
+    def __repr__(self) -> str:
+        return f"PythonPlayer({self.name!r})"
+
+
+def _load_python_player(spec: str, seed: int) -> PythonPlayer:
+    target = spec[len("py:") :]
+    module_name, sep, class_name = target.rpartition(":")
+    if not sep or not module_name or not class_name:
+        raise PlayerSpecError(f"player '{spec}' is not py:package.module:ClassName: {allowed_specs()}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # `python launch/evaluate.py` puts launch/ first, not the user's folder
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise PlayerSpecError(f"player '{spec}': cannot import module '{module_name}': {_one_line(err)}") from err
+    cls = getattr(module, class_name, None)
+    if cls is None or not inspect.isclass(cls):
+        raise PlayerSpecError(f"player '{spec}': module '{module_name}' has no class '{class_name}'")
+    if not callable(getattr(cls, "choose", None)):
+        raise PlayerSpecError(
+            f"player '{spec}': class '{class_name}' has no method choose(view, die, mask) -> token per game"
+        )
+    try:
+        takes_seed = "seed" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        takes_seed = False
+    try:
+        bot = cls(seed=seed) if takes_seed else cls()
+    except Exception as err:
+        raise PlayerSpecError(
+            f"player '{spec}': {class_name}() raised {type(err).__name__}: {_one_line(err)}"
+        ) from err
+    return PythonPlayer(spec, bot)
+
+
+# ---------------------------------------------------------------- checkpoints
+class CheckpointPlayer:
+    """A learned policy (`policies.modules.ModulePlayer`): encodes the states with its encoder, then asks it."""
+
+    def __init__(self, spec: str, module: Any) -> None:
+        self.name = spec
+        self.module = module
+        self.obs = getattr(module, "obs", None)
+
+    def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        if self.obs is None:
+            # A module without an encoder (a bot wrapped as a module) reads the engine rows themselves.
+            choices = self.module.act(np.zeros((states.shape[0], 0), np.float32), masks, states=states)
+        else:
+            from ludo_env.observations import encode
+
+            choices = self.module.act(encode(self.obs, states, tab), masks)
+        return check_choices(choices, masks, f"checkpoint '{self.name[len('ckpt:'):]}'")
+
+    def __repr__(self) -> str:
+        return f"CheckpointPlayer({self.name!r})"
+
+
+TRAINING_ONLY = {"torch", "ray", "gymnasium"}
+
+
+def _load_checkpoint_player(spec: str) -> CheckpointPlayer:
+    path = spec[len("ckpt:") :]
+    if not path:
+        raise PlayerSpecError(f"player '{spec}' names no checkpoint: use ckpt:<path>")
+    if not Path(path).exists():
+        raise PlayerSpecError(f"player '{spec}': checkpoint '{path}' does not exist")
+    try:
+        from policies.modules import load_checkpoint_player
+    except ModuleNotFoundError as err:
+        missing = (err.name or "").split(".")[0]
+        if err.name == "policies.modules" or missing in TRAINING_ONLY:
+            raise PlayerSpecError(
+                f"player '{spec}': checkpoints need torch and ray[rllib] (pip install -e .); "
+                f"missing module '{err.name}'"
+            ) from err
+        raise
+    try:
+        module = load_checkpoint_player(path)
+    except ValueError as err:  # not a module checkpoint: its message is already one line for the user
+        raise PlayerSpecError(f"player '{spec}': {_one_line(err)}") from err
+    return CheckpointPlayer(spec, module)
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
