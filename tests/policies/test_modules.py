@@ -240,7 +240,8 @@ def assert_main_trained_and_every_move_was_legal(result):
 def test_ppo_trains_main_against_a_bot_with_legal_moves_only(ray_session, tmp_path):
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    config = main_against_a_bot(PPOConfig(), "ppo", rollout_fragment_length=128).training(
+    # Four games per EnvRunner: RLlib vectorises the multi-agent env.
+    config = main_against_a_bot(PPOConfig(), "ppo", rollout_fragment_length=64, num_envs_per_env_runner=4).training(
         train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1
     )
     algo = config.build_algo()
