@@ -153,6 +153,7 @@ class LudoEnv(gym.Env):
 
 def register() -> None:
     if "ludo_env/Ludo-v0" not in gym.registry:
-        gym.register(id="ludo_env/Ludo-v0", entry_point="ludo_env.gym_env:LudoEnv")
+        gym.register(id="ludo_env/Ludo-v0", entry_point="ludo_env.gym_env:LudoEnv",
+                     vector_entry_point="ludo_env.vector_env:LudoVectorEnv")
 
 register()

@@ -177,19 +177,17 @@ class MaskedPPOTorchRLModule(DefaultPPOTorchRLModule):
         )
 
     def _forward(self, batch, **kwargs):
-        net_batch, action_mask = split_observation(batch)
-        out = super()._forward(net_batch, **kwargs)
-        out[Columns.ACTION_DIST_INPUTS] = mask_illegal(
-            out[Columns.ACTION_DIST_INPUTS], action_mask, PPO_ILLEGAL_LOGIT
-        )
-        return out
+        return self._masked(super()._forward, batch, **kwargs)
 
     def _forward_train(self, batch, **kwargs):
+        return self._masked(super()._forward_train, batch, **kwargs)
+
+    @staticmethod
+    def _masked(forward, batch, **kwargs):
+        """Run the stock forward pass on the observations, then mask its logits."""
         net_batch, action_mask = split_observation(batch)
-        out = super()._forward_train(net_batch, **kwargs)
-        out[Columns.ACTION_DIST_INPUTS] = mask_illegal(
-            out[Columns.ACTION_DIST_INPUTS], action_mask, PPO_ILLEGAL_LOGIT
-        )
+        out = forward(net_batch, **kwargs)
+        out[Columns.ACTION_DIST_INPUTS] = mask_illegal(out[Columns.ACTION_DIST_INPUTS], action_mask, PPO_ILLEGAL_LOGIT)
         return out
 
     def compute_values(self, batch, embeddings=None):

@@ -185,3 +185,35 @@ def test_bad_settings_fail_with_one_line(config, error, words):
     with pytest.raises(error) as err:
         LudoMultiAgentEnv(config)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_vector_env_steps_many_games_with_same_step_autoreset():
+    import gymnasium as gym
+
+    import ludo_env.gym_env  # noqa: F401
+
+    def run(seed):
+        envs = gym.make_vec("ludo_env/Ludo-v0", num_envs=32, vectorization_mode="vector_entry_point",
+                            opponents=["hybrid", "random", "random"])
+        obs, info = envs.reset(seed=seed)
+        trace, ends, seats = [], [], set()
+        for _ in range(60):
+            assert envs.observation_space.contains(obs) and obs["action_mask"].any(axis=1).all()
+            actions = obs["action_mask"].argmax(axis=1)
+            obs, rewards, terminated, truncated, info = envs.step(actions)
+            assert not info["illegal_action"].any()
+            ended = terminated | truncated
+            if ended.any():
+                assert info["_final_obs"].tolist() == ended.tolist()
+                for b in np.flatnonzero(ended):
+                    assert not info["final_obs"][b]["action_mask"].any()  # the ended game has no decision left
+                    assert info["places"][b][info["final_seat"][b]] >= 1
+                    ends.append(rewards[b])
+            seats.update(info["seat"].tolist())
+            trace.append(rewards.copy())
+        return np.array(trace), ends, seats
+
+    trace, ends, seats = run(5)
+    assert len(ends) > 32 and set(np.round(ends, 9)) <= {1.0, round(-1 / 3, 9)}
+    assert seats == {0, 1, 2, 3}
+    np.testing.assert_array_equal(trace, run(5)[0])  # a seeded reset replays
