@@ -12,7 +12,9 @@ one-roll look at the opponents:
   home column, in base or home, or protected by the stack rule (pyludo: two
   tokens send an attacker home; blockades: two tokens cannot be landed on) has
   chance 0. Bonus rolls after a six and blockades on the attacker's path are
-  not looked at: this is a one-roll estimate, not a full search.
+  not looked at: this is a one-roll estimate, not a full search. Within
+  that, it is exact: a test plays every opponent die and token through
+  `apply_move` and gets the same chance on classic, ucsd and pyludo positions.
 * `gap_ahead` / `gap_behind`: track distance from a token to the nearest
   opponent token in front of it (that it could still reach before its home
   column) or behind it.

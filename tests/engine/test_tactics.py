@@ -1,0 +1,74 @@
+"""`move_outcome` is pure and is what `apply_move` does; `hit_chance` equals brute force through the engine."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ludo_env.engine import compile_rules, new_batch, play_random
+from ludo_env.engine.kernels import apply_move, legal_mask, move_outcome, move_target, ILLEGAL, token_index
+from ludo_env.engine.layout import CURRENT, DIE, EV_SENT_BACK, OVER, PLACES, SIXES
+from ludo_env.engine.tactics import hit_chance
+from ludo_env.rules import Rules
+
+
+def live_positions(variant: str, seed: int, plies: int):
+    rules = Rules.load(variant)
+    tab = compile_rules(rules)
+    states, rng = new_batch(tab, 24, seed)
+    play_random(states, tab, rng, max_plies=plies)
+    return rules, tab, states[states[:, OVER] == 0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), plies=st.integers(1, 400), variant=st.sampled_from(["classic", "pyludo", "ucsd"]))
+def test_move_outcome_is_pure_and_predicts_apply_move(seed, plies, variant):
+    rules, tab, states = live_positions(variant, seed, plies)
+    mask = np.zeros(4, dtype=np.int8)
+    for state in states:
+        legal_mask(state, tab, mask)
+        seat, die = int(state[CURRENT]), int(state[DIE])
+        for t in np.flatnonzero(mask):
+            before = state.copy()
+            q, events = move_outcome(state, tab, seat, t, die)
+            np.testing.assert_array_equal(state, before)
+            moved = state.copy()
+            applied = apply_move(moved, tab, t)
+            assert moved[token_index(seat, t)] == q
+            assert applied & events == events  # apply_move adds home, bonus and turn events on top
+
+
+def brute_force_hit_chance(state, tab, rules, seat, t):
+    """Play every opponent's every die and token through the engine: chance token t of `seat` is sent back."""
+    survive = 1.0
+    mask = np.zeros(4, dtype=np.int8)
+    for other in range(rules.players):
+        if other == seat or state[PLACES + other]:
+            continue
+        hitting_faces = 0
+        for die in range(1, 7):
+            trial = state.copy()
+            trial[CURRENT], trial[DIE], trial[SIXES] = other, die, 0
+            legal_mask(trial, tab, mask)
+            for token in np.flatnonzero(mask):
+                after = trial.copy()
+                apply_move(after, tab, token)
+                if after[token_index(seat, t)] != state[token_index(seat, t)]:
+                    hitting_faces += 1
+                    break
+        survive *= 1 - hitting_faces / 6
+    return 1 - survive
+
+
+@pytest.mark.parametrize("variant", ["classic", "ucsd", "pyludo"])
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), plies=st.integers(20, 400))
+def test_hit_chance_equals_brute_force(variant, seed, plies):
+    rules, tab, states = live_positions(variant, seed, plies)
+    for state in states:
+        for seat in range(rules.players):
+            for t in range(rules.tokens):
+                p = int(state[token_index(seat, t)])
+                assert hit_chance(state, tab, seat, p, 0) == pytest.approx(
+                    brute_force_hit_chance(state, tab, rules, seat, t)
+                ), (state.tolist(), seat, t)
