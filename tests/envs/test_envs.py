@@ -217,3 +217,15 @@ def test_vector_env_steps_many_games_with_same_step_autoreset():
     assert len(ends) > 32 and set(np.round(ends, 9)) <= {1.0, round(-1 / 3, 9)}
     assert seats == {0, 1, 2, 3}
     np.testing.assert_array_equal(trace, run(5)[0])  # a seeded reset replays
+
+
+def test_gym_env_opponents_can_be_py_bots():
+    from ludo_env.gym_env import LudoEnv
+
+    env = LudoEnv(variant="classic", opponents=["py:tests.evaluate.example_bot:FurthestBehind"])
+    obs, info = env.reset(seed=1)
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))
+        done = terminated or truncated
+    assert terminated and reward in (1.0, -1.0) and sorted(info["places"]) == [1, 2]
