@@ -50,6 +50,24 @@ def make_opponent(spec: Any, seed: int):
     return make_player(str(spec), seed=seed)
 
 
+def make_opponents(specs: Sequence[Any], seed: int) -> list:
+    """One player per opponent spec; a seeded reset rebuilds them so their own randomness replays too."""
+    return [make_opponent(spec, seed=seed * len(specs) + i + 1) for i, spec in enumerate(specs)]
+
+
+def single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves, max_plies, rule_overrides):
+    """The `EnvConfig` and `Rules` of a learner against `opponents`, the learner's seat checked."""
+    settings = {"variant": variant, "players": len(opponents) + 1, "rules": rule_overrides, "obs": obs,
+                "reward": reward, "auto_forced_moves": auto_forced_moves}
+    if max_plies is not None:
+        settings["max_plies"] = max_plies
+    config = EnvConfig.from_mapping(settings)
+    rules = config.build_rules()
+    if seat is not None and not 0 <= seat < rules.players:
+        raise ValueError(f"seat={seat} is not a seat: choose 0..{rules.players - 1}")
+    return config, rules
+
+
 class LudoEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "version": 0}
 
@@ -66,14 +84,8 @@ class LudoEnv(gym.Env):
         **rule_overrides,
     ):
         opponents = list(opponents)
-        settings = {"variant": variant, "players": len(opponents) + 1, "rules": rule_overrides, "obs": obs,
-                    "reward": reward, "auto_forced_moves": auto_forced_moves}
-        if max_plies is not None:
-            settings["max_plies"] = max_plies
-        self.config = EnvConfig.from_mapping(settings)
-        rules = self.config.build_rules()
-        if seat is not None and not 0 <= seat < rules.players:
-            raise ValueError(f"seat={seat} is not a seat: choose 0..{rules.players - 1}")
+        self.config, rules = single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves,
+                                                   max_plies, rule_overrides)
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r} is not supported: use 'ansi' or None")
         self.render_mode = render_mode
@@ -81,15 +93,11 @@ class LudoEnv(gym.Env):
         self.players = rules.players
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = self._make_opponents(0)
+        self.opponents = make_opponents(opponents, 0)
         self.observation_space = observation_space(obs)
         self.action_space = ACTION_SPACE
         self.seat = 0 if seat is None else seat
         self._episodes = 0
-
-    def _make_opponents(self, seed: int) -> list:
-        return [make_opponent(spec, seed=seed * len(self._opponent_specs) + i + 1)
-                for i, spec in enumerate(self._opponent_specs)]
 
     def _opponent_of(self, seat: int):
         return self.opponents[(seat - self.seat) % self.players - 1]
@@ -121,7 +129,7 @@ class LudoEnv(gym.Env):
         if seed is not None:
             # A seeded reset replays exactly: seat rotation and the opponents' own randomness restart too.
             self._episodes = 0
-            self.opponents = self._make_opponents(seed)
+            self.opponents = make_opponents(self._opponent_specs, seed)
         while True:
             self.seat = self.fixed_seat if self.fixed_seat is not None else self._episodes % self.players
             self._episodes += 1

@@ -27,10 +27,9 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ludo_env.config import EnvConfig
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
 from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
-from ludo_env.gym_env import make_opponent
+from ludo_env.gym_env import make_opponents, single_agent_settings
 
 
 class LudoVectorEnv(VectorEnv):
@@ -51,21 +50,15 @@ class LudoVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ValueError(f"num_envs={num_envs} is not allowed: use 1 or more games")
         opponents = list(opponents)
-        settings = {"variant": variant, "players": len(opponents) + 1, "rules": rule_overrides, "obs": obs,
-                    "reward": reward, "auto_forced_moves": auto_forced_moves}
-        if max_plies is not None:
-            settings["max_plies"] = max_plies
-        self.config = EnvConfig.from_mapping(settings)
-        rules = self.config.build_rules()
-        if seat is not None and not 0 <= seat < rules.players:
-            raise ValueError(f"seat={seat} is not a seat: choose 0..{rules.players - 1}")
+        self.config, rules = single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves,
+                                                   max_plies, rule_overrides)
         self.num_envs = num_envs
         self.players = rules.players
         self.games = LudoGames(rules, num_envs, obs, self.config.build_reward(), auto_forced_moves,
                                self.config.max_plies)
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = [make_opponent(spec, seed=i + 1) for i, spec in enumerate(opponents)]
+        self.opponents = make_opponents(opponents, 0)
         self.single_observation_space = observation_space(obs)
         self.single_action_space = ACTION_SPACE
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -108,8 +101,7 @@ class LudoVectorEnv(VectorEnv):
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
             self._episodes[:] = 0
-            self.opponents = [make_opponent(spec, seed=seed * len(self._opponent_specs) + i + 1)
-                              for i, spec in enumerate(self._opponent_specs)]
+            self.opponents = make_opponents(self._opponent_specs, seed)
         self._fresh = np.ones(self.num_envs, dtype=bool)
         self._start(np.arange(self.num_envs))
         return self._observe(), self._info(np.zeros(self.num_envs, dtype=bool))
