@@ -129,7 +129,6 @@ class LudoGames:
         self.last_phi = np.zeros((batch, MAX_PLAYERS))
         self.decided = np.zeros((batch, MAX_PLAYERS), dtype=bool)  # seat has been given a decision
         self.forced_moves = np.zeros(batch, dtype=np.int64)
-        self._phi = np.zeros((batch, MAX_PLAYERS))
 
     # ------------------------------------------------------------ lifecycle
     def reset(self, rows: np.ndarray, seed: int, first_seats: np.ndarray | None = None) -> None:
@@ -176,10 +175,12 @@ class LudoGames:
         """Reward owed to each row's mover now that it faces a decision; marks the decision."""
         rows = np.asarray(rows, dtype=np.int64)
         seats = self.movers(rows)
-        potentials(self.states, self.tab, self._phi)
         paid = self.pending[rows, seats].copy()
         if self.reward.shaped_by_potential:
-            phi = self._phi[rows, seats]
+            # Only the rows asked about, and only for this reward: this runs on every env step.
+            every_seat = np.zeros((rows.size, MAX_PLAYERS))
+            potentials(self.states[rows], self.tab, every_seat)
+            phi = every_seat[np.arange(rows.size), seats]
             was = self.decided[rows, seats]
             paid += np.where(was, self.reward.coef * (self.reward.gamma * phi - self.last_phi[rows, seats]), 0.0)
             self.last_phi[rows, seats] = phi

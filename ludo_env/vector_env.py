@@ -70,13 +70,14 @@ class LudoVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ games
     def _start(self, rows: np.ndarray) -> None:
         """New games in `rows`, played up to the learner's first decision (a game it never reaches is redrawn)."""
+        started = rows
         while rows.size:
             self.seats[rows] = self.fixed_seat if self.fixed_seat is not None else self._episodes[rows] % self.players
             self._episodes[rows] += 1
             self.games.reset(rows, int(self._seeds.integers(2**63)), np.zeros(rows.size, dtype=np.int64))
             self._play_opponents()
             rows = rows[self._stopped(rows)]
-        self.games.collect_decision_reward(np.arange(self.num_envs)[self._fresh])
+        self.games.collect_decision_reward(started)
 
     def _stopped(self, rows) -> np.ndarray:
         return self.games.over(rows) | self.games.truncated(rows)
@@ -102,7 +103,6 @@ class LudoVectorEnv(VectorEnv):
             self._seeds = np.random.default_rng(seed)
             self._episodes[:] = 0
             self.opponents = make_opponents(self._opponent_specs, seed)
-        self._fresh = np.ones(self.num_envs, dtype=bool)
         self._start(np.arange(self.num_envs))
         return self._observe(), self._info(np.zeros(self.num_envs, dtype=bool))
 
@@ -129,7 +129,6 @@ class LudoVectorEnv(VectorEnv):
             info["_final_obs"] = ended
             info["places"], info["_places"] = places, ended
             info["final_seat"] = self.seats.copy()
-            self._fresh = ended
             self._start(np.flatnonzero(ended))
             info["seat"] = self.seats.copy()
         return self._observe(), rewards, terminated, truncated, info

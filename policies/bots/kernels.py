@@ -157,21 +157,6 @@ def _move_risk_change(state, tab, seat, t, die):
 
 
 @kernel
-def _defensive(state, tab, legal):
-    seat, die = state[CURRENT], state[DIE]
-    best_bits = 0
-    best = 1e30
-    for t in range(MAX_TOKENS):
-        if (legal >> t) & 1:
-            change = _move_risk_change(state, tab, seat, t, die)
-            if change < best - TIE:
-                best, best_bits = change, 1 << t
-            elif change <= best + TIE:
-                best_bits |= 1 << t
-    return fastest(state, tab, best_bits)
-
-
-@kernel
 def loss_on_square(state, tab, seat, square):
     """Total progress the opponents of `seat` would lose if their tokens on `square` were sent back."""
     total = 0
@@ -223,13 +208,18 @@ def move_advantage(state, tab, seat, t, die):
 
 
 @kernel
-def _hybrid(state, tab, legal):
+def _best_scored(state, tab, legal, hybrid):
+    """The legal token with the highest score, `fast` among ties.
+
+    The score is `move_advantage` for hybrid, and minus `_move_risk_change`
+    for defensive (least risk wins).
+    """
     seat, die = state[CURRENT], state[DIE]
     best_bits = 0
     best = -1e30
     for t in range(MAX_TOKENS):
         if (legal >> t) & 1:
-            value = move_advantage(state, tab, seat, t, die)
+            value = move_advantage(state, tab, seat, t, die) if hybrid else -_move_risk_change(state, tab, seat, t, die)
             if value > best + TIE:
                 best, best_bits = value, 1 << t
             elif value >= best - TIE:
@@ -281,9 +271,9 @@ def choose(bot_id, state, tab, mask, rng, stream):
     if bot_id == AGGRESSIVE:
         return _aggressive(state, tab, legal)
     if bot_id == DEFENSIVE:
-        return _defensive(state, tab, legal)
+        return _best_scored(state, tab, legal, False)
     if bot_id == HYBRID:
-        return _hybrid(state, tab, legal)
+        return _best_scored(state, tab, legal, True)
     if bot_id == SEMI_SMART:
         return _semi_smart(state, tab, legal)
     return _heuristic000(state, tab, legal)
