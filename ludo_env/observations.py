@@ -57,8 +57,19 @@ names every column.
     it lands where an opponent can hit it), can leave home base, can land on an
     enemy start, can move; is on an enemy start, is on the safe strip, is in a
     non-danger zone, is on a globe, is on a star.
+
+Token layout: `token_layout(name)` says which columns belong to each of the
+mover's tokens, to each opponent token and to the global features, for the
+encoders built of per-token blocks (`TOKEN_ENCODERS`: egocentric and
+seed001_flags60); it reads the blocks off `feature_names` (``own{t}.<feature>``,
+``opp{r}.tok{t}.<feature>``), so it cannot drift from the encoder. The
+token-set network (`policies.networks`) is built on it.
 """
 from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -401,3 +412,61 @@ def feature_names(name: str) -> list[str]:
              "can_leave_base", "can_enemy_start", "can_move", "on_enemy_start", "on_strip", "in_non_danger",
              "on_globe", "on_star"]
     return [f"own{t}.{f}" for t in range(MAX_TOKENS) for f in flags]
+
+
+# ------------------------------------------------------------------- tokens
+# Encoders whose features are blocks per token. The others have per-token scalars spread over
+# the vector (seed000_raw62, seed000_enc128): no block a shared token encoder could read.
+TOKEN_ENCODERS = ("egocentric", "seed001_flags60")
+_OWN_COLUMN = re.compile(r"own(\d+)\.(.+)")
+_OPPONENT_COLUMN = re.compile(r"opp(\d+)\.tok(\d+)\.(.+)")
+
+
+@dataclass(frozen=True)
+class TokenLayout:
+    """Where an encoder's per-token blocks and global features lie (column indices into its features)."""
+
+    own: tuple[tuple[int, ...], ...]
+    """Columns of each of the mover's tokens, in token order; every block lists `own_features` in order."""
+    own_features: tuple[str, ...]
+    """Feature names of one own-token block."""
+    opponents: tuple[tuple[int, ...], ...]
+    """Columns of each opponent token, seats in turn order then tokens; empty if the encoder has none."""
+    opponent_features: tuple[str, ...]
+    """Feature names of one opponent-token block."""
+    globals: tuple[int, ...]
+    """Every other column, in order."""
+
+
+def token_layout(name: str) -> TokenLayout | None:
+    """The per-token layout of encoder `name`, or None if its features are not built of token blocks."""
+    check_encoder(name)
+    return _token_layout(name) if name in TOKEN_ENCODERS else None
+
+
+@functools.cache
+def _token_layout(name: str) -> TokenLayout:
+    names = feature_names(name)
+    own: dict[int, list[tuple[int, str]]] = {}
+    opponents: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    global_columns = []
+    for column, feature in enumerate(names):
+        if m := _OWN_COLUMN.fullmatch(feature):
+            own.setdefault(int(m[1]), []).append((column, m[2]))
+        elif m := _OPPONENT_COLUMN.fullmatch(feature):
+            opponents.setdefault((int(m[1]), int(m[2])), []).append((column, m[3]))
+        else:
+            global_columns.append(column)
+    own_blocks, own_features = _blocks(name, "own", own)
+    opponent_blocks, opponent_features = _blocks(name, "opponent", opponents)
+    return TokenLayout(own_blocks, own_features, opponent_blocks, opponent_features, tuple(global_columns))
+
+
+def _blocks(name: str, what: str, blocks: dict) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
+    """Column blocks in key order and their shared feature names; every block must list the same features."""
+    keys = sorted(blocks)
+    features = {tuple(f for _, f in blocks[k]) for k in keys}
+    if len(features) > 1:
+        raise ValueError(f"encoder {name!r}: its {what}-token blocks list different features")
+    columns = tuple(tuple(c for c, _ in blocks[k]) for k in keys)
+    return columns, (features.pop() if features else ())

@@ -29,9 +29,14 @@ Masked modules (`module_spec` kinds ``"ppo"`` and ``"dqn"``):
   (PPO), and DQN's ``dueling``, ``double_q``, ``epsilon``, ``num_atoms``, ... The
   algorithm's own defaults (`PPOConfig` / `DQNConfig` ``.model_config``) fill any key
   left out, inside RLlib and when a module is built on its own alike.
+* ``"network"`` (optional): a `policies.networks.NetworkConfig` as a preset name
+  (``conf/network``), a mapping of its fields, or the config itself; stored as the full
+  mapping of fields. It then decides the encoder and every head, and the ``fcnet_*`` /
+  ``head_fcnet_*`` keys are ignored. Absent: RLlib's default nets from those keys.
 * required: ``"obs"`` (observation encoder name), ``"variant"`` (rule-set name or
-  mapping) and ``"players"``. The nets do not read them; they travel with every
-  checkpoint so that a saved module says which observations it was trained on.
+  mapping) and ``"players"``. They travel with every checkpoint so that a saved module
+  says which observations it was trained on; only the ``token_set`` network reads
+  ``"obs"`` (for its token layout).
 
 `BotRLModule` (kind ``"bot"``): required ``"bot"`` (a `policies.bots.Bot` name) and
 ``"players"``; ``"variant"`` (name or mapping of `Rules` fields, default
@@ -66,6 +71,7 @@ from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
 from ludo_env.engine import compile_rules
 from ludo_env.rules import Rules
 from policies.bots import Bot
+from policies.networks import NetworkConfig
 
 OBSERVATIONS = "observations"
 ACTION_MASK = "action_mask"
@@ -115,8 +121,12 @@ class _NetsOnObservations:
     """Catalog mixin: build the encoder on the ``"observations"`` Box, not the whole Dict.
 
     The module itself keeps the Dict space, so checkpoints, `RLModuleSpec.from_module`
-    and the connectors see the env's real space.
+    and the connectors see the env's real space. With ``model_config["network"]`` the
+    encoder and heads come from that `NetworkConfig` (``self.network``); without it,
+    from RLlib's defaults.
     """
+
+    network: NetworkConfig | None
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, model_config_dict: dict, **kwargs):
         super().__init__(
@@ -125,14 +135,50 @@ class _NetsOnObservations:
             model_config_dict=model_config_dict,
             **kwargs,
         )
+        self.network = NetworkConfig.from_model_config(self._model_config_dict)
+
+    @classmethod
+    def _get_encoder_config(cls, observation_space, model_config_dict, action_space=None):
+        network = NetworkConfig.from_model_config(model_config_dict)
+        if network is None:
+            return super()._get_encoder_config(
+                observation_space=observation_space, model_config_dict=model_config_dict, action_space=action_space
+            )
+        return network.encoder_config(int(observation_space.shape[0]), obs=model_config_dict.get("obs"))
+
+    def _action_head_config(self, output_dim: int):
+        return self.network.head_config(self.latent_dims, output_dim, actions=int(self.action_space.n))
+
+    def _value_head_config(self):
+        return self.network.head_config(self.latent_dims, 1)
 
 
 class MaskedPPOCatalog(_NetsOnObservations, PPOCatalog):
     """PPO's catalog, nets on the ``"observations"`` entry."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.network is not None:
+            self.vf_head_config = self._value_head_config()
+
+    def build_pi_head(self, framework: str):
+        if self.network is None:
+            return super().build_pi_head(framework)
+        dist = self.get_action_dist_cls(framework=framework)
+        self.pi_head_config = self._action_head_config(
+            dist.required_input_dim(space=self.action_space, model_config=self._model_config_dict)
+        )
+        return self.pi_head_config.build(framework=framework)
+
 
 class MaskedDQNCatalog(_NetsOnObservations, DQNCatalog):
-    """DQN's catalog, nets on the ``"observations"`` entry."""
+    """DQN's catalog, nets on the ``"observations"`` entry (dueling, distributional, double-Q as configured)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.network is not None:
+            self.af_head_config = self._action_head_config(int(self.action_space.n * self.num_atoms))
+            self.vf_head_config = self._value_head_config()
 
 
 def _catalog_for(catalog_class: type | None, stock: type, masked: type) -> type:
@@ -161,6 +207,9 @@ def _masked_model_config(kind: str, model_config: Any) -> dict:
             f"masked {kind.upper()} module: model_config lacks {', '.join(missing)} "
             f"(every masked module records {', '.join(ENV_KEYS)} of the env it plays)"
         )
+    if model_config.get("network") is not None:
+        # Every field spelled out: a checkpoint rebuilds its network even if a preset or a default changes.
+        model_config["network"] = NetworkConfig.load(model_config["network"]).to_dict()
     return _algorithm_model_defaults(kind) | model_config
 
 
