@@ -30,7 +30,8 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+from launch.cli import UserError, compose, fail
+
 
 
 @dataclass
@@ -57,29 +58,10 @@ class EvaluateConfig:
 ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
 
 
-class UserError(Exception):
-    """Input the user can fix; printed as one line."""
-
-
-def _one_line(err: BaseException) -> str:
-    """Hydra and OmegaConf spread an error over lines and a cause; keep what says what is wrong."""
-    text = str(err).strip()
-    line = text.splitlines()[0].rstrip(".") if text else type(err).__name__
-    if "Available options in" in text:  # an unknown group option: list the choices on the same line
-        options = text.split("Available options in", 1)[1].split("Config search path", 1)[0]
-        line += f": choose one of {', '.join(options.partition(':')[2].split())}"
-    cause = str(err.__cause__ or "").strip()
-    if cause and "$VALUE" not in cause and cause.splitlines()[0].rstrip(".") not in line:
-        line += f": {cause.splitlines()[0].rstrip('.')}"
-    return line
-
-
 def check_overrides(argv: list[str]) -> None:
     """Compose the config with the command-line overrides first, so a bad one is a single line, not Hydra's page."""
     if any(arg.startswith("-") for arg in argv):
         return  # --help, --cfg, --multirun ...: Hydra's own business
-    from hydra import compose, initialize_config_dir
-
     from ludo_env.rules import Rules
 
     rule_fields = sorted(f.name for f in dataclasses.fields(Rules))
@@ -91,11 +73,7 @@ def check_overrides(argv: list[str]) -> None:
             raise UserError(
                 f"unknown rule field '{key[len('variant.'):]}': allowed fields are {', '.join(rule_fields)}"
             )
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-            compose("evaluate", overrides=argv, return_hydra_config=True)
-    except Exception as err:  # any composition failure is a problem with the user's input
-        raise UserError(_one_line(err)) from None
+    compose("evaluate", argv, return_hydra_config=True)
 
 
 def evaluate(cfg: EvaluateConfig) -> Path:
@@ -133,17 +111,12 @@ def main(cfg: DictConfig) -> None:
     try:
         evaluate(config)
     except UserError as err:
-        _fail(err)
-
-
-def _fail(err: BaseException) -> None:
-    print(f"error: {err}", file=sys.stderr)
-    sys.exit(2)
+        fail(err)
 
 
 if __name__ == "__main__":
     try:
         check_overrides(sys.argv[1:])
     except UserError as err:
-        _fail(err)
+        fail(err)
     main()

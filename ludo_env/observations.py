@@ -72,10 +72,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from ludo_env.engine.frame import view_from
-from ludo_env.engine.jit import kernel
+from ludo_env.engine.jit import jit, kernel
 from ludo_env.engine.kernels import board_square, legal_mask, move_outcome, token_index
 from ludo_env.engine.layout import (
     BASE,
@@ -356,7 +355,7 @@ def _flags60(state, tab, view, mask, out):
 
 
 # -------------------------------------------------------------------- batch
-@njit
+@jit
 def _encode_batch(encoder, states, tab, out):
     view = np.empty((MAX_PLAYERS, MAX_TOKENS), dtype=states.dtype)
     mask = np.empty(MAX_TOKENS, dtype=np.int8)

@@ -10,9 +10,9 @@ value favoured even by the 2**-30 a plain multiply-shift or modulo would give.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from numba import uint64
 
-from ludo_env.engine.jit import kernel
+from ludo_env.engine.jit import jit, kernel
 
 GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -68,7 +68,7 @@ def streams(seed: int, batch: int) -> np.ndarray:
         return _seed_mix(base * np.uint64(0x2545F4914F6CDD1D) + index * GOLDEN_GAMMA)
 
 
-@njit
+@jit
 def _seed_mix(words):
     out = np.empty_like(words)
     for i in range(words.shape[0]):

@@ -1,0 +1,194 @@
+"""`TrainConfig` -> RLlib `AlgorithmConfig`: everything `launch/train.py` builds, testable without Ray running.
+
+Modules (see `policies.league.pool`): ``main`` (masked PPO or DQN from
+`policies.modules`, network from `policies.networks`), the snapshot slots
+(the same spec as main; DQN snapshots play with a small fixed epsilon rather
+than main's schedule) and one `BotRLModule` per league bot. Only ``main``
+trains.
+
+RLlib settings that are not choices but facts about this env (see
+``shared/notes/rllib-2.60-facts.md``): ``episodes_to_numpy=False`` (the
+default makes sampling quadratic in episode count); DQN samples complete
+episodes into a multi-agent episode replay buffer (fragments crash on
+turn-based agents); illegal actions are masked inside the modules.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.dqn import DQNConfig
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+
+from launch.schema import TrainConfig, parse_gpus
+from ludo_env.multi_agent_env import LudoMultiAgentEnv
+from policies.league.pool import MAIN, PoolState, SnapshotPool
+from policies.modules import module_spec
+
+SNAPSHOT_EPSILON = 0.02
+"""A DQN snapshot's exploration: a little noise keeps a frozen opponent from repeating itself."""
+
+
+def rules_mapping(cfg: TrainConfig) -> dict[str, Any]:
+    """The rules as a plain mapping of `Rules` fields (what env and module configs carry)."""
+    variant = cfg.variant
+    values = dataclasses.asdict(variant) if dataclasses.is_dataclass(variant) else dict(variant)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def players(cfg: TrainConfig) -> int:
+    return int(rules_mapping(cfg)["players"])
+
+
+def env_config(cfg: TrainConfig) -> dict[str, Any]:
+    """`ludo_env.config.EnvConfig` fields for `LudoMultiAgentEnv`."""
+    return {
+        "variant": rules_mapping(cfg),
+        "obs": cfg.obs.name,
+        "reward": dataclasses.asdict(cfg.reward) if dataclasses.is_dataclass(cfg.reward) else dict(cfg.reward),
+        "auto_forced_moves": cfg.auto_forced_moves,
+        "max_plies": cfg.max_plies,
+        "seed": cfg.seed,
+    }
+
+
+def main_model_config(cfg: TrainConfig) -> dict[str, Any]:
+    """model_config of ``main``: what the env is (saved with every checkpoint), the network, the algorithm's heads."""
+    config: dict[str, Any] = {
+        "obs": cfg.obs.name,
+        "variant": rules_mapping(cfg),
+        "players": players(cfg),
+        "network": dataclasses.asdict(cfg.network),
+    }
+    algo = cfg.algo
+    if algo.name == "dqn":
+        config |= {
+            "double_q": algo.double_q,
+            "dueling": algo.dueling,
+            "epsilon": epsilon_schedule(cfg),
+        }
+    else:
+        config |= {"vf_share_layers": algo.vf_share_layers}
+    return config
+
+
+def epsilon_schedule(cfg: TrainConfig) -> list[tuple[int, float]]:
+    algo = cfg.algo
+    return [(0, float(algo.epsilon_start)), (int(algo.epsilon_steps), float(algo.epsilon_end))]
+
+
+def snapshot_model_config(cfg: TrainConfig) -> dict[str, Any]:
+    config = main_model_config(cfg)
+    if cfg.algo.name == "dqn":
+        config["epsilon"] = [(0, SNAPSHOT_EPSILON)]
+    return config
+
+
+def make_pool(cfg: TrainConfig, state: PoolState | None = None) -> SnapshotPool:
+    league = cfg.league
+    return SnapshotPool(
+        players(cfg), league.max_snapshots, league.bots,
+        main_weight=league.main_weight, snapshot_weight=league.snapshot_weight, bot_weight=league.bot_weight,
+        seed=cfg.seed, state=state,
+    )
+
+
+def rl_module_spec(cfg: TrainConfig, pool: SnapshotPool) -> MultiRLModuleSpec:
+    kind = cfg.algo.name
+    specs = {MAIN: module_spec(kind, model_config=main_model_config(cfg))}
+    snapshot = snapshot_model_config(cfg)
+    for module_id in pool.module_ids:
+        if module_id.startswith("bot_"):
+            bot = module_id[len("bot_"):]
+            specs[module_id] = module_spec(
+                "bot", model_config={"bot": bot, "players": players(cfg), "variant": rules_mapping(cfg),
+                                     "seed": cfg.seed})
+        else:
+            specs[module_id] = module_spec(kind, model_config=snapshot)
+    return MultiRLModuleSpec(rl_module_specs=specs)
+
+
+def gpus_per_learner(cfg: TrainConfig) -> float:
+    """The GPUs each learner asks for: auto is 1 when torch sees a GPU here, else 0 (never a hang on CPU)."""
+    gpus = parse_gpus(cfg.resources.gpus_per_learner)
+    if gpus is None:
+        import torch
+
+        gpus = 1.0 if torch.cuda.is_available() else 0.0
+    return gpus
+
+
+def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None) -> AlgorithmConfig:
+    """The complete RLlib config of a training run; building it starts nothing."""
+    pool = pool or make_pool(cfg)
+    algo = cfg.algo
+    res = cfg.resources
+    config = PPOConfig() if algo.name == "ppo" else DQNConfig()
+    config = (
+        config.environment(LudoMultiAgentEnv, env_config=env_config(cfg))
+        .framework("torch")
+        .env_runners(
+            num_env_runners=res.env_runners,
+            num_envs_per_env_runner=res.envs_per_runner,
+            num_cpus_per_env_runner=res.cpus_per_env_runner,
+            episodes_to_numpy=False,
+        )
+        .learners(num_learners=res.learners, num_gpus_per_learner=gpus_per_learner(cfg))
+        .multi_agent(
+            policies={MAIN, *pool.module_ids},
+            policy_mapping_fn=pool.matchmaker(),
+            policies_to_train=[MAIN],
+        )
+        .rl_module(rl_module_spec=rl_module_spec(cfg, pool))
+        .debugging(seed=cfg.seed, log_level="ERROR")
+        .reporting(metrics_num_episodes_for_smoothing=100)
+    )
+    if algo.name == "ppo":
+        config.training(
+            lr=algo.lr,
+            gamma=algo.gamma,
+            lambda_=algo.gae_lambda,
+            train_batch_size_per_learner=algo.train_batch_size,
+            minibatch_size=algo.minibatch_size,
+            num_epochs=algo.num_epochs,
+            clip_param=algo.clip_param,
+            vf_loss_coeff=algo.vf_loss_coeff,
+            vf_clip_param=algo.vf_clip_param,
+            entropy_coeff=algo.entropy_coeff,
+            use_kl_loss=algo.kl_coeff > 0,
+            kl_coeff=algo.kl_coeff,
+            grad_clip=algo.grad_clip,
+        )
+    else:
+        config.env_runners(batch_mode="complete_episodes")
+        config.training(
+            lr=algo.lr,
+            gamma=algo.gamma,
+            train_batch_size_per_learner=algo.train_batch_size,
+            double_q=algo.double_q,
+            dueling=algo.dueling,
+            n_step=algo.n_step,
+            target_network_update_freq=algo.target_network_update_freq,
+            tau=algo.tau,
+            replay_buffer_config=replay_buffer_config(cfg),
+            epsilon=epsilon_schedule(cfg),
+            num_steps_sampled_before_learning_starts=algo.learning_starts,
+            training_intensity=algo.training_intensity,
+            td_error_loss_fn=algo.td_error_loss,
+            grad_clip=algo.grad_clip,
+            store_buffer_in_checkpoints=algo.store_buffer_in_checkpoints,
+        )
+    return config
+
+
+def replay_buffer_config(cfg: TrainConfig) -> dict[str, Any]:
+    algo = cfg.algo
+    if algo.replay == "prioritized":
+        # A custom buffer config replaces RLlib's defaults, so alpha and beta must be given.
+        return {"type": "MultiAgentPrioritizedEpisodeReplayBuffer", "capacity": algo.buffer_capacity,
+                "alpha": algo.prioritized_alpha, "beta": algo.prioritized_beta}
+    if algo.replay == "uniform":
+        return {"type": "MultiAgentEpisodeReplayBuffer", "capacity": algo.buffer_capacity}
+    raise ValueError(f"algo.replay={algo.replay!r} is not allowed: choose prioritized or uniform")

@@ -1,0 +1,41 @@
+"""What the launch scripts share: user errors as one line, and composing the config before Hydra runs."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+class UserError(Exception):
+    """Input the user can fix; printed as one line."""
+
+
+def one_line(err: BaseException) -> str:
+    """Hydra and OmegaConf spread an error over lines and a cause; keep what says what is wrong."""
+    text = str(err).strip()
+    line = text.splitlines()[0].rstrip(".") if text else type(err).__name__
+    if "Available options in" in text:  # an unknown group option: list the choices on the same line
+        options = text.split("Available options in", 1)[1].split("Config search path", 1)[0]
+        line += f": choose one of {', '.join(options.partition(':')[2].split())}"
+    cause = str(err.__cause__ or "").strip()
+    if cause and "$VALUE" not in cause and cause.splitlines()[0].rstrip(".") not in line:
+        line += f": {cause.splitlines()[0].rstrip('.')}"
+    return line
+
+
+def compose(config_name: str, overrides: list[str], return_hydra_config: bool = False):
+    """The config Hydra would build from `overrides`; any failure is a `UserError` of one line."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            return hydra_compose(config_name, overrides=overrides, return_hydra_config=return_hydra_config)
+    except Exception as err:  # any composition failure is a problem with the user's input
+        raise UserError(one_line(err)) from None
+
+
+def fail(err: BaseException) -> None:
+    print(f"error: {err}", file=sys.stderr)
+    sys.exit(2)

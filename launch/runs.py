@@ -1,0 +1,136 @@
+"""A training run's folder: atomic checkpoints, the run state that resumes them, and the saved overrides.
+
+Layout of ``<run_dir>`` (the Hydra output folder)::
+
+    overrides.txt            the command-line overrides of the first start (a resume reuses them)
+    checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
+                             run_state.json (iteration, env steps, minutes, pool, evaluations)
+    metrics.jsonl            one line per iteration
+    summary.json             the final results
+    wandb/                   the wandb run
+
+A checkpoint is written into a hidden temporary folder and renamed into
+place, so ``iter_*`` folders are always complete; a run killed while saving
+leaves only a temporary folder, which the next save removes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
+from policies.league.pool import PoolState
+
+RUN_STATE = "run_state.json"
+ALGORITHM_DIR = "algorithm"
+OVERRIDES = "overrides.txt"
+METRICS = "metrics.jsonl"
+SUMMARY = "summary.json"
+
+
+@dataclass
+class RunState:
+    """Counters the loop keeps across a resume."""
+
+    iteration: int = 0
+    env_steps: int = 0
+    elapsed_s: float = 0.0
+    """Training seconds so far, over every start of the run."""
+    pool: PoolState = field(default_factory=PoolState)
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    wandb_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunState":
+        data = dict(data)
+        data["pool"] = PoolState.from_dict(data.get("pool", {}))
+        return cls(**data)
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.checkpoints = self.path / CHECKPOINTS_DIR
+
+    def checkpoint_dirs(self) -> list[Path]:
+        """Complete checkpoints, oldest first."""
+        if not self.checkpoints.is_dir():
+            return []
+        return sorted(p for p in self.checkpoints.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir())
+
+    def save_checkpoint(self, iteration: int, run_state: RunState, write_parts, keep: int) -> Path:
+        """Write a checkpoint: ``write_parts(folder)`` fills algorithm/ and policy/, then the run state, then a rename."""
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        for stale in self.checkpoints.glob(".tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        final = self.checkpoints / f"{CHECKPOINT_PREFIX}{iteration:06d}"
+        tmp = self.checkpoints / f".tmp-{final.name}-{os.getpid()}"
+        write_parts(tmp)
+        write_json(tmp / RUN_STATE, run_state.to_dict())
+        if final.exists():  # the same iteration saved twice (a resume that stopped at once)
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        _fsync_dir(self.checkpoints)
+        for old in self.checkpoint_dirs()[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    @staticmethod
+    def read_state(checkpoint: Path) -> RunState:
+        return RunState.from_dict(json.loads((checkpoint / RUN_STATE).read_text()))
+
+    def save_overrides(self, overrides: list[str]) -> None:
+        write_text(self.path / OVERRIDES, "".join(f"{o}\n" for o in overrides))
+
+    def saved_overrides(self) -> list[str] | None:
+        file = self.path / OVERRIDES
+        return file.read_text().splitlines() if file.is_file() else None
+
+    def append_metrics(self, row: dict[str, Any]) -> None:
+        with open(self.path / METRICS, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def policy_of(self, checkpoint: Path) -> Path:
+        return checkpoint / POLICY_DIR
+
+    def algorithm_of(self, checkpoint: Path) -> Path:
+        return checkpoint / ALGORITHM_DIR
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace `path` atomically: a partial file is never seen under its name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def merge_overrides(saved: list[str], new: list[str]) -> list[str]:
+    """The first start's overrides, each replaced by a new one for the same key; new keys appended."""
+    def key(override: str) -> str:
+        return override.partition("=")[0].lstrip("+~")
+
+    new_keys = {key(o) for o in new}
+    return [o for o in saved if key(o) not in new_keys] + list(new)

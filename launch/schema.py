@@ -1,0 +1,331 @@
+"""The typed schema of `python launch/train.py`: one dataclass per config group, checked at start-up.
+
+Hydra composes ``conf/config.yaml`` (a defaults list over the groups below)
+onto `TrainConfig`, so an unknown key or a value of the wrong type stops the
+run before anything starts. `check` then tests what types cannot (names of
+encoders, bots, reward kinds; ranges), each failure one line.
+
+Groups (``conf/<group>/<choice>.yaml``):
+
+==========  ================================  =========================================
+group       schema                            choices
+==========  ================================  =========================================
+variant     `VariantConfig` (= Rules)          classic, pyludo, quick, ucsd
+obs         `ObsConfig`                       egocentric, seed000_raw62, seed000_enc128, seed001_flags60
+reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
+network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
+algo        `PPOSettings` / `DQNSettings`     ppo, dqn
+league      `LeagueConfig`                    snapshots
+resources   `ResourcesConfig`                 local
+budget      `BudgetConfig`                    minutes30, steps1m
+eval        `EvalConfig`                      panel
+checkpoint  `CheckpointConfig`                every10
+wandb       `WandbConfig`                     offline
+exp         (``# @package _global_`` bundles) dqn_selfplay, ppo_selfplay, smoke
+==========  ================================  =========================================
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from ludo_env.rewards import RewardConfig
+from ludo_env.rules import Rules
+from policies.networks import NetworkConfig
+
+
+def _editable_copy(frozen: type, name: str) -> type:
+    """A mutable dataclass with `frozen`'s fields, types and defaults: OmegaConf cannot merge into a frozen one."""
+    types = typing.get_type_hints(frozen)
+    specs = []
+    for f in dataclasses.fields(frozen):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if isinstance(default, (list, tuple, dict)):
+            specs.append((f.name, types[f.name], field(default_factory=lambda d=default: type(d)(d))))
+        else:
+            specs.append((f.name, types[f.name], field(default=default)))
+    copy = dataclasses.make_dataclass(name, specs)
+    copy.__module__ = __name__
+    return copy
+
+
+VariantConfig = _editable_copy(Rules, "VariantConfig")
+"""The rules (conf/variant): every field of `ludo_env.rules.Rules`, whose docstrings say what each means."""
+
+
+RewardSchema = _editable_copy(RewardConfig, "RewardSchema")
+"""The reward shaping (conf/reward): every field of `ludo_env.rewards.RewardConfig`."""
+
+
+NetworkSchema = _editable_copy(NetworkConfig, "NetworkSchema")
+"""The network (conf/network): every field of `policies.networks.NetworkConfig`."""
+
+
+@dataclass
+class ObsConfig:
+    name: str = "egocentric"
+    """Observation encoder (ludo_env.observations): egocentric, seed000_raw62, seed000_enc128, seed001_flags60."""
+
+
+@dataclass
+class PPOSettings:
+    name: str = "ppo"
+    """Algorithm; fixed by the file chosen in conf/algo."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    gamma: float = 0.99
+    """Discount per decision of the same seat."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    train_batch_size: int = 8192
+    """Env steps per learner update, per learner."""
+    minibatch_size: int = 1024
+    """SGD minibatch."""
+    num_epochs: int = 4
+    """Passes over each train batch."""
+    clip_param: float = 0.2
+    """PPO ratio clip."""
+    vf_loss_coeff: float = 0.5
+    """Weight of the value loss."""
+    vf_clip_param: float = 10.0
+    """Value-function clip (in reward units)."""
+    entropy_coeff: float = 0.01
+    """Entropy bonus."""
+    kl_coeff: float = 0.0
+    """KL penalty (0: clip only)."""
+    grad_clip: float | None = 0.5
+    """Global gradient-norm clip; None: off."""
+    vf_share_layers: bool = False
+    """One trunk for policy and value."""
+
+
+@dataclass
+class DQNSettings:
+    name: str = "dqn"
+    """Algorithm; fixed by the file chosen in conf/algo."""
+    lr: float = 5e-4
+    """Adam learning rate."""
+    gamma: float = 0.99
+    """Discount per decision of the same seat."""
+    train_batch_size: int = 256
+    """Transitions per learner update, per learner."""
+    double_q: bool = True
+    """Double Q-learning targets (seed 000)."""
+    dueling: bool = True
+    """Dueling value/advantage heads."""
+    n_step: int = 3
+    """n-step returns."""
+    target_network_update_freq: int = 4000
+    """Env steps between target-network updates (seed 000: a target network)."""
+    tau: float = 1.0
+    """Target update mix; 1.0 copies."""
+    replay: str = "prioritized"
+    """prioritized or uniform episode replay."""
+    buffer_capacity: int = 200_000
+    """Replay capacity in env steps."""
+    prioritized_alpha: float = 0.6
+    """Priority exponent."""
+    prioritized_beta: float = 0.4
+    """Importance-sampling exponent."""
+    epsilon_start: float = 1.0
+    """Exploration at the first step."""
+    epsilon_end: float = 0.05
+    """Exploration after `epsilon_steps`."""
+    epsilon_steps: int = 300_000
+    """Env steps of the linear epsilon decay (seed 000: epsilon decay)."""
+    learning_starts: int = 10_000
+    """Env steps sampled before the first update."""
+    training_intensity: float | None = None
+    """Replayed / sampled steps; None: RLlib's natural ratio."""
+    td_error_loss: str = "huber"
+    """huber or mse."""
+    grad_clip: float | None = 10.0
+    """Global gradient-norm clip; None: off."""
+    store_buffer_in_checkpoints: bool = False
+    """Save the replay buffer with each checkpoint (large); off: a resumed run refills it."""
+
+
+ALGO_SCHEMAS = {"ppo": PPOSettings, "dqn": DQNSettings}
+
+
+@dataclass
+class LeagueConfig:
+    snapshot_every: int = 10
+    """Training iterations between snapshots of main joining the pool."""
+    max_snapshots: int = 8
+    """Snapshot slots; when full the oldest snapshot is replaced."""
+    bots: list[str] = field(default_factory=lambda: ["random", "hybrid"])
+    """Seed bots in the pool as fixed modules (policies.bots names)."""
+    main_weight: float = 0.5
+    """Chance an opponent seat is main itself (pure self-play)."""
+    snapshot_weight: float = 0.3
+    """Chance an opponent seat is a snapshot (goes to main until one exists)."""
+    bot_weight: float = 0.2
+    """Chance an opponent seat is a bot."""
+
+
+@dataclass
+class ResourcesConfig:
+    env_runners: int = 1
+    """Remote EnvRunner actors; 0 samples in the driver."""
+    envs_per_runner: int = 16
+    """Games each EnvRunner steps together (at least 8 for throughput)."""
+    cpus_per_env_runner: float = 1.0
+    """CPUs Ray reserves per EnvRunner."""
+    learners: int = 0
+    """Remote learner actors; 0 learns in the driver."""
+    gpus_per_learner: str = "auto"
+    """auto (1 when torch sees a GPU, else 0), or a number."""
+    ray_address: str | None = None
+    """Ray cluster to join; None starts a local one."""
+
+
+@dataclass
+class BudgetConfig:
+    minutes: float = 30.0
+    """Wall-clock training time, resumed runs included; 0: no limit."""
+    env_steps: int = 0
+    """Env steps sampled; 0: no limit."""
+    iterations: int = 0
+    """Training iterations; 0: no limit."""
+
+
+@dataclass
+class EvalConfig:
+    every: int = 10
+    """Iterations between evaluations; 0: only at the end."""
+    games: int = 1000
+    """Games per opponent during training."""
+    final_games: int = 5000
+    """Games per opponent at the end."""
+    panel: list[str] = field(default_factory=lambda: ["random", "hybrid"])
+    """Opponents: greedy main plays against players-1 copies of each (player specs)."""
+    seed: int = 1_000_003
+    """Dice seed of the evaluation games (the same games every time)."""
+
+
+@dataclass
+class CheckpointConfig:
+    every: int = 10
+    """Iterations between checkpoints; the last iteration is always saved."""
+    keep: int = 3
+    """Checkpoints kept on disk (newest)."""
+
+
+@dataclass
+class WandbConfig:
+    mode: str = "offline"
+    """offline, online or disabled (WANDB_MODE in the environment wins)."""
+    project: str = "ludo-league"
+    """wandb project."""
+    entity: str | None = None
+    """wandb entity (team); None: the default."""
+    group: str | None = None
+    """Run group."""
+    tags: list[str] = field(default_factory=list)
+    """Run tags."""
+    log_checkpoint: bool = True
+    """Log the final checkpoint's policy as an artifact."""
+
+
+@dataclass
+class TrainConfig:
+    variant: VariantConfig = field(default_factory=VariantConfig)  # type: ignore[valid-type]
+    """The rules (conf/variant); players is variant.players."""
+    obs: ObsConfig = field(default_factory=ObsConfig)
+    reward: RewardSchema = field(default_factory=RewardSchema)  # type: ignore[valid-type]
+    network: NetworkSchema = field(default_factory=NetworkSchema)  # type: ignore[valid-type]
+    algo: Any = MISSING
+    """PPOSettings or DQNSettings (conf/algo)."""
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    resources: ResourcesConfig = field(default_factory=ResourcesConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    name: str = "selfplay"
+    """Run name (wandb, summary)."""
+    seed: int = 0
+    """Seed of everything: torch, the env seeds, the matchmaker."""
+    max_plies: int = 2000
+    """Turn limit of a training game in die rolls."""
+    auto_forced_moves: bool = True
+    """Play single-choice decisions inside the env."""
+    resume: str | None = None
+    """A run folder to continue from its last good checkpoint."""
+    run_dir: str = MISSING
+    """Where checkpoints, wandb and the summary go (the Hydra output folder)."""
+    progress: bool = True
+    """Print one line per iteration."""
+
+
+def register() -> None:
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    for name, schema in ALGO_SCHEMAS.items():
+        store.store(group="algo", name=f"{name}_schema", node=schema)
+
+
+register()
+
+
+def check(cfg: TrainConfig) -> None:
+    """What the types cannot say; raises ValueError with one line."""
+    from ludo_env.observations import check_encoder
+    from policies.bots import BOT_NAMES
+
+    check_encoder(cfg.obs.name)
+    Rules.load(dataclasses.asdict(cfg.variant))
+    RewardConfig.load(dataclasses.asdict(cfg.reward))
+    NetworkConfig.load(dataclasses.asdict(cfg.network)).check()
+    if cfg.algo.name not in ALGO_SCHEMAS:
+        raise ValueError(f"algo.name={cfg.algo.name!r} is not allowed: choose {' or '.join(ALGO_SCHEMAS)}")
+    league = cfg.league
+    for bot in league.bots:
+        if bot not in BOT_NAMES:
+            raise ValueError(f"league.bots: unknown bot {bot!r}: choose from {', '.join(BOT_NAMES)}")
+    weights = (league.main_weight, league.snapshot_weight, league.bot_weight)
+    if min(weights) < 0 or sum(weights) <= 0:
+        raise ValueError("league weights must be >= 0 and not all 0 (main_weight, snapshot_weight, bot_weight)")
+    _at_least("league.snapshot_every", league.snapshot_every, 1)
+    _at_least("league.max_snapshots", league.max_snapshots, 0)
+    res = cfg.resources
+    _at_least("resources.env_runners", res.env_runners, 0)
+    _at_least("resources.envs_per_runner", res.envs_per_runner, 1)
+    _at_least("resources.learners", res.learners, 0)
+    parse_gpus(res.gpus_per_learner)
+    for key in ("minutes", "env_steps", "iterations"):
+        _at_least(f"budget.{key}", getattr(cfg.budget, key), 0)
+    if not (cfg.budget.minutes or cfg.budget.env_steps or cfg.budget.iterations):
+        raise ValueError("the budget is unlimited: set budget.minutes, budget.env_steps or budget.iterations")
+    _at_least("eval.every", cfg.eval.every, 0)
+    _at_least("eval.games", cfg.eval.games, 1)
+    _at_least("eval.final_games", cfg.eval.final_games, 0)
+    _at_least("checkpoint.every", cfg.checkpoint.every, 1)
+    _at_least("checkpoint.keep", cfg.checkpoint.keep, 1)
+    if cfg.wandb.mode not in ("offline", "online", "disabled"):
+        raise ValueError(f"wandb.mode={cfg.wandb.mode!r} is not allowed: choose offline, online or disabled")
+
+
+def _at_least(key: str, value: float, low: float) -> None:
+    if not value >= low or (isinstance(value, float) and math.isinf(value)):
+        raise ValueError(f"{key}={value!r} is not allowed: give a number >= {low}")
+
+
+def parse_gpus(value: str) -> float | None:
+    """``gpus_per_learner``: None for auto, else the number (>= 0)."""
+    if str(value).strip().lower() == "auto":
+        return None
+    try:
+        gpus = float(value)
+    except ValueError:
+        raise ValueError(f"resources.gpus_per_learner={value!r} is not allowed: give auto or a number >= 0") from None
+    if gpus < 0:
+        raise ValueError(f"resources.gpus_per_learner={value!r} is not allowed: give auto or a number >= 0")
+    return gpus

@@ -1,0 +1,464 @@
+"""Train a Ludo agent by self-play with RLlib (new API stack): PPO or DQN against main, its snapshots and bots.
+
+    python launch/train.py +exp=dqn_selfplay
+    python launch/train.py +exp=ppo_selfplay budget.minutes=60 resources.env_runners=2
+    python launch/train.py +exp=smoke                      # under a minute, what CI runs
+    python launch/train.py resume=outputs/train/<run>      # continue a stopped or killed run
+
+Reads top to bottom: 1 compose the config (``conf/config.yaml``, schema
+`launch.schema.TrainConfig`), 2 seed, 3 build the RLlib config
+(`launch.build`), 4 a plain ``algo.train()`` loop that adds a snapshot of
+``main`` to the opponent pool every ``league.snapshot_every`` iterations,
+5 evaluate greedy ``main`` against the ``eval.panel`` in the fast evaluator,
+6 log a line per iteration and everything to wandb (offline unless told
+otherwise), 7 checkpoint atomically. The run folder is the Hydra output
+folder; its layout is in `launch.runs`. A final summary names the
+checkpoints and the exact commands that reproduce the evaluation.
+
+A user error (unknown experiment, bad value, missing or damaged checkpoint)
+prints one line and exits with status 2.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from launch.cli import UserError, compose, fail, one_line  # noqa: E402
+from launch.runs import RunDir, RunState, merge_overrides, write_json  # noqa: E402
+from launch.schema import TrainConfig, check  # noqa: E402
+
+OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base=None)
+def main(dict_cfg: DictConfig) -> None:
+    try:
+        train(dict_cfg)
+    except UserError as err:
+        fail(err)
+
+
+def train(dict_cfg: DictConfig) -> None:
+    # 1. compose: typed by TrainConfig, then the checks types cannot make
+    try:
+        cfg: TrainConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
+        check(cfg)
+    except Exception as err:  # a value the schema or the checks refuse
+        raise UserError(one_line(err)) from None
+    run = RunDir(cfg.run_dir)
+    state, resume_from = find_resume_point(cfg, run)
+    if resume_from is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        run.save_overrides([o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")])
+
+    # 2. seed
+    seed_everything(cfg.seed)
+
+    # 3. build (the algorithm config is plain data; nothing runs until ray.init)
+    import ray
+
+    from launch import build
+    from policies.league.pool import MAIN, SnapshotPool
+
+    pool: SnapshotPool = build.make_pool(cfg, state.pool if resume_from else None)
+    state.pool = pool.state
+    algo_config = build.build_algorithm_config(cfg, pool)
+    ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
+             configure_logging=True, log_to_driver=False)
+    algo = algo_config.build_algo()
+    if resume_from is not None:
+        algo.restore_from_path(str(run.algorithm_of(resume_from)))
+    evaluator = PanelEvaluator(cfg)
+    logger = WandbLogger(cfg, run, state)
+    print(f"run folder: {run.path}  ({'resumed from ' + resume_from.name if resume_from else 'new run'}; "
+          f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}; wandb {logger.mode})", flush=True)
+
+    # 4. train
+    checkpoint = None
+    started = time.perf_counter() - state.elapsed_s
+    try:
+        while not budget_spent(cfg, state):
+            steps_before, time_before = state.env_steps, time.perf_counter()
+            result = algo.train()
+            state.iteration = int(algo.iteration)
+            state.env_steps = env_steps_of(result)
+            state.elapsed_s = time.perf_counter() - started
+            steps_per_s = (state.env_steps - steps_before) / max(1e-9, time.perf_counter() - time_before)
+            if state.iteration % cfg.league.snapshot_every == 0 and cfg.league.max_snapshots:
+                take_snapshot(algo, pool, state.iteration)
+
+            # 5. evaluate
+            evaluation = None
+            if cfg.eval.every and state.iteration % cfg.eval.every == 0:
+                evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
+                state.evaluations.append(evaluation)
+
+            # 6. log
+            row = progress_row(cfg, result, state, pool, evaluation, steps_per_s)
+            run.append_metrics(row)
+            logger.log(result, row)
+            if cfg.progress:
+                print(progress_line(row, state.evaluations), flush=True)
+
+            # 7. checkpoint
+            if state.iteration % cfg.checkpoint.every == 0 or budget_spent(cfg, state):
+                checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted at iteration {state.iteration}: saving a checkpoint", flush=True)
+        state.elapsed_s = time.perf_counter() - started
+        checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
+        print(f"resume with: python launch/train.py resume={run.path}", flush=True)
+        logger.finish()
+        ray.shutdown()
+        return
+    if checkpoint is None or state.iteration > int(checkpoint.name.rpartition("_")[2]):
+        checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
+
+    final = evaluator.run(algo, cfg.eval.final_games, state.iteration, final=True) if cfg.eval.final_games else None
+    summary = write_summary(cfg, run, state, checkpoint, final)
+    logger.finish(final, run.policy_of(checkpoint))
+    print(summary, flush=True)
+    ray.shutdown()
+
+
+# ---------------------------------------------------------------- 1. compose, resume
+def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | None]:
+    """The run state to start from: fresh, or the newest checkpoint that loads."""
+    if not cfg.resume:
+        return RunState(), None
+    if not run.path.is_dir():
+        raise UserError(f"resume={cfg.resume}: no such run folder")
+    checkpoints = run.checkpoint_dirs()
+    if not checkpoints:
+        raise UserError(f"resume={cfg.resume}: the run has no checkpoint to resume from")
+    problems = []
+    for checkpoint in reversed(checkpoints):
+        try:
+            state = run.read_state(checkpoint)
+            if not (run.algorithm_of(checkpoint) / "rllib_checkpoint.json").is_file():
+                raise ValueError("its algorithm/ folder is incomplete")
+            if len(state.pool.slot_iterations) != cfg.league.max_snapshots:
+                raise UserError(
+                    f"resume: the run has {len(state.pool.slot_iterations)} snapshot slots, "
+                    f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value"
+                )
+            return state, checkpoint
+        except UserError:
+            raise
+        except Exception as err:
+            problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
+            print(f"warning: {problems[-1]}; trying an older checkpoint", file=sys.stderr)
+    raise UserError(f"resume={cfg.resume}: no checkpoint loads: {'; '.join(problems)}")
+
+
+def resume_argv(argv: list[str]) -> list[str]:
+    """``resume=<run>`` reuses the run's own overrides (saved at its first start); later ones win."""
+    resume = next((a.partition("=")[2] for a in argv if a.startswith("resume=")), None)
+    if not resume or any(a.startswith("-") for a in argv):
+        return argv
+    saved = RunDir(resume).saved_overrides()
+    if saved is None:
+        if not Path(resume).is_dir():
+            raise UserError(f"resume={resume}: no such run folder")
+        raise UserError(f"resume={resume}: not a training run folder (no overrides.txt)")
+    return merge_overrides(saved, argv)
+
+
+# ---------------------------------------------------------------- 2. seed
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# ---------------------------------------------------------------- 4. train: budget, snapshots
+def budget_spent(cfg: TrainConfig, state: RunState) -> bool:
+    budget = cfg.budget
+    return bool(
+        (budget.minutes and state.elapsed_s >= budget.minutes * 60)
+        or (budget.env_steps and state.env_steps >= budget.env_steps)
+        or (budget.iterations and state.iteration >= budget.iterations)
+    )
+
+
+def env_steps_of(result: dict) -> int:
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    steps = result.get(NUM_ENV_STEPS_SAMPLED_LIFETIME)
+    if steps is None:
+        steps = result.get(ENV_RUNNER_RESULTS, {}).get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+    return int(steps)
+
+
+def take_snapshot(algo, pool, iteration: int) -> str:
+    """Freeze main's current weights into the next slot, on the learners and every EnvRunner, and rematch."""
+    from policies.league.pool import MAIN, snapshot_id
+
+    slot = pool.next_slot()
+    module_id = snapshot_id(slot)
+    weights = algo.learner_group.get_weights([MAIN])[MAIN]
+    algo.learner_group.set_weights({module_id: weights})
+
+    def load(runner, _weights=weights, _id=module_id):
+        runner.module[_id].set_state(_weights)
+
+    # EnvRunners skip weights whose sequence number is not new, so the push is explicit.
+    algo.env_runner_group.foreach_env_runner(load, local_env_runner=True)
+    pool.record(slot, iteration)
+    install_matchmaker(algo, pool.matchmaker())
+    return module_id
+
+
+def install_matchmaker(algo, matchmaker) -> None:
+    """Episodes that start from now on draw their seats from `matchmaker` (ongoing ones keep theirs)."""
+    algo.config._is_frozen = False  # RLlib's own add_module edits the frozen config the same way
+    algo.config.multi_agent(policy_mapping_fn=matchmaker)
+    algo.config.freeze()
+
+    def install(runner, _matchmaker=matchmaker):
+        runner.config.multi_agent(policy_mapping_fn=_matchmaker)
+
+    algo.env_runner_group.foreach_env_runner(install, local_env_runner=True)
+
+
+# ---------------------------------------------------------------- 5. evaluate
+class PanelEvaluator:
+    """Greedy main against the panel, on a CPU copy of main loaded with the learner's weights."""
+
+    def __init__(self, cfg: TrainConfig):
+        from launch import build
+        from ludo_env.core import ACTION_SPACE, observation_space
+        from ludo_env.rules import Rules
+        from policies.modules import module_spec
+
+        self.cfg = cfg
+        self.kind = cfg.algo.name
+        self.model_config = build.main_model_config(cfg)
+        self.rules = Rules.load(build.rules_mapping(cfg))
+        self.module = module_spec(self.kind, observation_space(cfg.obs.name), ACTION_SPACE,
+                                  self.model_config).build()
+
+    def load_main(self, algo) -> None:
+        from policies.league.pool import MAIN
+
+        self.module.set_state(algo.learner_group.get_weights([MAIN])[MAIN])
+        self.module.eval()
+
+    def run(self, algo, games: int, iteration: int, final: bool = False) -> dict[str, Any]:
+        from policies.league.evaluation import evaluate_panel, learned_player
+
+        self.load_main(algo)
+        start = time.perf_counter()
+        player = learned_player(self.module, f"main@{iteration}")
+        results = evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed)
+        return {"iteration": iteration, "final": final, "seconds": round(time.perf_counter() - start, 2),
+                "results": [r.to_dict() for r in results]}
+
+    def write_policy(self, algo, dest: Path) -> None:
+        from policies.checkpoints import write_policy
+
+        self.load_main(algo)
+        write_policy(dest, self.kind, self.model_config, self.module.state_dict())
+
+
+# ---------------------------------------------------------------- 6. log
+def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluation,
+                 steps_per_s: float) -> dict[str, Any]:
+    from policies.league.pool import MAIN
+
+    learner = result.get("learners", {}).get(MAIN, {})
+    runners = result.get("env_runners", {})
+    row: dict[str, Any] = {
+        "iteration": state.iteration,
+        "env_steps": state.env_steps,
+        "minutes": round(state.elapsed_s / 60, 3),
+        "env_steps_per_s": round(steps_per_s, 1),
+        "loss": _number(learner.get("total_loss")),
+        "pool": len(pool),
+        "main_return": _number(runners.get("module_episode_returns_mean", {}).get(MAIN)),
+        "episode_len": _number(runners.get("episode_len_mean")),
+    }
+    if cfg.algo.name == "dqn":
+        row["epsilon"] = epsilon_at(cfg, state.env_steps)
+        row["q_mean"] = _number(learner.get("qf_mean"))
+    else:
+        row["entropy"] = _number(learner.get("entropy"))
+    if evaluation:
+        for r in evaluation["results"]:
+            row[f"eval/win_rate_vs_{r['opponent']}"] = r["win_rate"]
+    return row
+
+
+def epsilon_at(cfg: TrainConfig, env_steps: int) -> float:
+    algo = cfg.algo
+    frac = min(1.0, env_steps / max(1, algo.epsilon_steps))
+    return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
+    def fmt(value, spec):
+        return "-" if value is None else format(value, spec)
+
+    explore = (f"eps {fmt(row['epsilon'], '.3f')}" if "epsilon" in row
+               else f"entropy {fmt(row.get('entropy'), '.3f')}")
+    line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>10,} | {fmt(row['env_steps_per_s'], ',.0f')} "
+            f"steps/s | {row['minutes']:6.1f} min | loss {fmt(row['loss'], '.4f')} | {explore} | "
+            f"pool {row['pool']}")
+    if evaluations:
+        last = evaluations[-1]
+        parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
+                 for r in last["results"]]
+        line += f" | eval@{last['iteration']} vs " + ", ".join(parts)
+    return line
+
+
+class WandbLogger:
+    """wandb run in ``<run_dir>/wandb``: the config, every metric per iteration, the final policy as an artifact."""
+
+    def __init__(self, cfg: TrainConfig, run: RunDir, state: RunState):
+        self.mode = cfg.wandb.mode
+        self.run = None
+        if self.mode == "disabled":
+            return
+        import wandb
+
+        if state.wandb_id is None:  # kept in the run state, so a resumed run continues the same wandb run
+            state.wandb_id = secrets.token_hex(4)
+        self.run = wandb.init(
+            project=cfg.wandb.project, entity=cfg.wandb.entity, group=cfg.wandb.group, tags=list(cfg.wandb.tags),
+            name=f"{cfg.name}-{run.path.name}", mode=self.mode, dir=str(run.path), id=state.wandb_id,
+            resume="allow", config=OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True),
+            settings=wandb.Settings(console="off", quiet=True),
+        )
+        self.log_checkpoint = cfg.wandb.log_checkpoint
+
+    def log(self, result: dict, row: dict[str, Any]) -> None:
+        if self.run is None:
+            return
+        metrics = {f"rllib/{k}": v for k, v in flatten(result).items()}
+        metrics.update({f"progress/{k}": v for k, v in row.items() if v is not None and "/" not in k})
+        metrics.update({k: v for k, v in row.items() if "/" in k and v is not None})
+        self.run.log(metrics, step=row["iteration"])
+
+    def finish(self, final: dict | None = None, policy: Path | None = None) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        if final:
+            for r in final["results"]:
+                self.run.summary[f"final/win_rate_vs_{r['opponent']}"] = r["win_rate"]
+                self.run.summary[f"final/ci95_vs_{r['opponent']}"] = list(r["ci95"])
+        if policy is not None and self.log_checkpoint:
+            artifact = wandb.Artifact(f"{self.run.name}-policy".replace("/", "-"), type="model")
+            artifact.add_dir(str(policy))
+            self.run.log_artifact(artifact)
+        self.run.finish()
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, float]:
+    """The numbers of a nested result dict under ``a/b/c`` keys."""
+    out: dict[str, float] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}/"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+        elif hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+            out[name] = value.item()
+    return out
+
+
+# ---------------------------------------------------------------- 7. checkpoint, summary
+def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluator, cfg: TrainConfig) -> Path:
+    def write_parts(folder: Path) -> None:
+        algo.save_to_path(str(folder / "algorithm"))
+        evaluator.write_policy(algo, folder / "policy")
+
+    return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
+
+
+def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path, final: dict | None) -> str:
+    from launch import build
+    from policies.league.evaluation import evaluate_command
+
+    players = build.players(cfg)
+    policy = run.policy_of(checkpoint)
+    lines = [
+        f"done: {cfg.name}, {state.iteration} iterations, {state.env_steps:,} env steps, "
+        f"{state.elapsed_s / 60:.1f} minutes of training",
+        f"checkpoint: {checkpoint}",
+        f"policy:     {policy}   (play it as ckpt:{policy})",
+        f"resume:     python launch/train.py resume={run.path}",
+    ]
+    commands = []
+    if final:
+        for r in final["results"]:
+            command = evaluate_command(str(policy), r["opponent"], cfg.variant.name, players, r["games"],
+                                       cfg.eval.seed) + variant_overrides(cfg)
+            commands.append(command)
+            lo, hi = r["ci95"]
+            lines.append(f"vs {players - 1} x {r['opponent']}: win rate {100 * r['win_rate']:.1f}% "
+                         f"[{100 * lo:.1f}, {100 * hi:.1f}] over {r['games']} games; reproduce with:")
+            lines.append(f"  {command}")
+    write_json(run.path / "summary.json", {
+        "name": cfg.name, "iterations": state.iteration, "env_steps": state.env_steps,
+        "minutes": state.elapsed_s / 60, "checkpoint": str(checkpoint), "policy": str(policy),
+        "final_evaluation": final, "evaluate_commands": commands, "evaluations": state.evaluations,
+    })
+    return "\n".join(lines)
+
+
+def variant_overrides(cfg: TrainConfig) -> str:
+    """``variant.<field>=value`` for every rule that differs from the named variant, for the evaluate command."""
+    from launch import build
+    from ludo_env.rules import Rules
+
+    ours = build.rules_mapping(cfg)
+    named = dataclasses.asdict(Rules.load(ours["name"], players=ours["players"]))
+    diffs = [f"variant.{k}={_yaml_value(v)}" for k, v in ours.items()
+             if k not in ("players",) and _yaml_value(named[k]) != _yaml_value(v)]
+    return "".join(f" {d}" for d in diffs)
+
+
+def _yaml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_yaml_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+if __name__ == "__main__":
+    try:
+        argv = resume_argv(sys.argv[1:])
+        if not any(a.startswith("-") for a in argv):
+            compose("config", argv, return_hydra_config=True)  # a bad override: one line, not Hydra's page
+        sys.argv = sys.argv[:1] + argv
+        main()
+    except UserError as err:
+        fail(err)

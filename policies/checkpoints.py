@@ -1,0 +1,122 @@
+"""A trained policy on disk without pickles: ``policy.json`` plus ``weights.pt``, loaded with ``weights_only``.
+
+Training writes one into every checkpoint (``<checkpoint>/policy``). It holds:
+
+* ``policy.json``: ``format`` (`POLICY_FORMAT`), ``kind`` (``ppo`` or ``dqn``),
+  ``model_config`` (the encoder name ``obs``, the rules ``variant``, ``players``,
+  the ``network`` and the algorithm's head settings) and ``obs_dim``;
+* ``weights.pt``: the module's ``state_dict`` (tensors only), read back with
+  ``torch.load(weights_only=True)``, so loading runs no code from the file.
+
+`load_policy` accepts that folder, a training checkpoint that contains one, or
+a training run folder (its newest checkpoint); RLlib's own single-module
+checkpoints (which are pickles) are handled by `policies.modules`.
+Anything missing or damaged raises `PolicyFileError` with one line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+POLICY_FORMAT = "ludo-league-policy/1"
+POLICY_JSON = "policy.json"
+WEIGHTS = "weights.pt"
+POLICY_DIR = "policy"
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_PREFIX = "iter_"
+
+
+class PolicyFileError(ValueError):
+    """A policy folder that cannot be loaded; one line for the user."""
+
+
+def write_policy(dest: str | Path, kind: str, model_config: dict[str, Any], state_dict: dict[str, Any]) -> Path:
+    """Write a policy folder at `dest` atomically (a temporary sibling, then one rename)."""
+    from ludo_env.observations import obs_dim
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        meta = {"format": POLICY_FORMAT, "kind": kind, "model_config": _plain(model_config),
+                "obs_dim": obs_dim(model_config["obs"])}
+        (tmp / POLICY_JSON).write_text(json.dumps(meta, indent=1) + "\n")
+        torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, tmp / WEIGHTS)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def find_policy(path: str | Path) -> Path:
+    """The policy folder that `path` names: itself, ``<path>/policy``, or the newest checkpoint's of a run folder."""
+    path = Path(path)
+    if (path / POLICY_JSON).is_file():
+        return path
+    if (path / POLICY_DIR / POLICY_JSON).is_file():
+        return path / POLICY_DIR
+    if (path / CHECKPOINTS_DIR).is_dir():
+        checkpoints = sorted(p for p in (path / CHECKPOINTS_DIR).glob(f"{CHECKPOINT_PREFIX}*")
+                             if (p / POLICY_DIR / POLICY_JSON).is_file())
+        if checkpoints:
+            return checkpoints[-1] / POLICY_DIR
+        raise PolicyFileError(f"run folder '{path}' has no complete checkpoint yet")
+    raise PolicyFileError(
+        f"'{path}' holds no policy: give a run folder, a checkpoint folder or a policy folder ({POLICY_JSON})"
+    )
+
+
+def load_policy(path: str | Path):
+    """The RLModule saved at `path` (see `find_policy`), weights loaded, in eval mode."""
+    from ludo_env.core import ACTION_SPACE, observation_space
+    from ludo_env.observations import obs_dim
+    from policies.modules import module_spec
+
+    folder = find_policy(path)
+    try:
+        meta = json.loads((folder / POLICY_JSON).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise PolicyFileError(f"'{folder / POLICY_JSON}' is unreadable: {err}") from None
+    if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
+        raise PolicyFileError(f"'{folder / POLICY_JSON}' is not a {POLICY_FORMAT} file")
+    kind, model_config = meta.get("kind"), meta.get("model_config")
+    if kind not in ("ppo", "dqn") or not isinstance(model_config, dict) or "obs" not in model_config:
+        raise PolicyFileError(f"'{folder / POLICY_JSON}' lacks kind (ppo or dqn) or model_config.obs")
+    obs = model_config["obs"]
+    try:
+        if obs_dim(obs) != meta.get("obs_dim"):
+            raise PolicyFileError(
+                f"'{folder}': encoder '{obs}' now gives {obs_dim(obs)} features, the policy was trained on "
+                f"{meta.get('obs_dim')}"
+            )
+        module = module_spec(kind, observation_space(obs), ACTION_SPACE, model_config).build()
+    except PolicyFileError:
+        raise
+    except Exception as err:  # an encoder or network this version does not know
+        raise PolicyFileError(f"'{folder}': cannot rebuild the module: {' '.join(str(err).split())}") from None
+    try:
+        state = torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except Exception as err:
+        raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
+    if missing:
+        raise PolicyFileError(f"'{folder / WEIGHTS}' lacks {len(missing)} tensors of the module, e.g. {missing[0]}")
+    module.eval()
+    return module

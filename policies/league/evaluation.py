@@ -1,0 +1,53 @@
+"""How strong is main: greedy main against ``players - 1`` copies of each panel opponent, in the fast evaluator.
+
+Games are played by `policies.tournament.play_tournament` (seats rotate, dice
+from the seed), main answering for all of its games at once with one batched
+torch forward pass per ply. The same seed, games and players give the same
+games as ``launch/evaluate.py``, so `evaluate_command` reproduces a result
+from a saved policy exactly.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from ludo_env.rules import Rules
+from policies.players import CheckpointPlayer
+from policies.tournament import play_tournament
+
+
+@dataclass(frozen=True)
+class PanelResult:
+    opponent: str
+    games: int
+    win_rate: float
+    ci95: tuple[float, float]
+    mean_place: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def learned_player(module, label: str) -> CheckpointPlayer:
+    """A `Player` for an RLModule in memory (greedy, batched)."""
+    from policies.modules import ModulePlayer
+
+    return CheckpointPlayer(label, ModulePlayer(module))
+
+
+def evaluate_panel(player, panel: Sequence[str], rules: Rules, games: int, seed: int) -> list[PanelResult]:
+    results = []
+    for opponent in panel:
+        seats = [player] + [opponent] * (rules.players - 1)
+        result = play_tournament(seats, games, rules, seed, rate=False)
+        row = next(r for r in result.rows if r.player == player.name)
+        results.append(PanelResult(opponent, games, row.win_rate, tuple(row.win_rate_ci95), row.mean_place))
+    return results
+
+
+def evaluate_command(policy_path: str, opponent: str, rules_name: str, players: int, games: int, seed: int) -> str:
+    """The shell command that replays one panel evaluation from a saved policy."""
+    seats = ",".join([f"ckpt:{policy_path}"] + [opponent] * (players - 1))
+    return shlex.join(["python", "launch/evaluate.py", f"players=[{seats}]", f"games={games}",
+                       f"seed={seed}", f"variant={rules_name}"])
