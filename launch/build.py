@@ -162,7 +162,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None) -
             grad_clip=algo.grad_clip,
         )
     else:
-        config.env_runners(batch_mode="complete_episodes")
+        config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
         config.training(
             lr=algo.lr,
             gamma=algo.gamma,

@@ -17,7 +17,9 @@ def one_line(err: BaseException) -> str:
     line = text.splitlines()[0].rstrip(".") if text else type(err).__name__
     if "Available options in" in text:  # an unknown group option: list the choices on the same line
         options = text.split("Available options in", 1)[1].split("Config search path", 1)[0]
-        line += f": choose one of {', '.join(options.partition(':')[2].split())}"
+        # *_schema entries are the typed schemas (launch/schema.py), not choices
+        choices = [o for o in options.partition(":")[2].split() if not o.endswith("_schema")]
+        line += f": choose one of {', '.join(choices)}"
     cause = str(err.__cause__ or "").strip()
     if cause and "$VALUE" not in cause and cause.splitlines()[0].rstrip(".") not in line:
         line += f": {cause.splitlines()[0].rstrip('.')}"

@@ -141,8 +141,11 @@ class DQNSettings:
     """Env steps of the linear epsilon decay (seed 000: epsilon decay)."""
     learning_starts: int = 10_000
     """Env steps sampled before the first update."""
-    training_intensity: float | None = None
-    """Replayed / sampled steps; None: RLlib's natural ratio."""
+    training_intensity: float | None = 0.5
+    """Replayed / sampled env steps (RLlib computes it from rollout_fragment_length); None: one update per sample."""
+    rollout_fragment_length: int = 200
+    """Env steps per game per sample call as RLlib assumes it; DQN samples whole games, so keep it near the
+    mean game length in env steps (classic, 4 players: about 200-230) or training_intensity is off by that ratio."""
     td_error_loss: str = "huber"
     """huber or mse."""
     grad_clip: float | None = 10.0

@@ -155,12 +155,13 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
                     f"resume: the run has {len(state.pool.slot_iterations)} snapshot slots, "
                     f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value"
                 )
+            for problem in problems:
+                print(f"warning: {problem}; resuming from the older {checkpoint.name}", file=sys.stderr)
             return state, checkpoint
         except UserError:
             raise
         except Exception as err:
             problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
-            print(f"warning: {problems[-1]}; trying an older checkpoint", file=sys.stderr)
     raise UserError(f"resume={cfg.resume}: no checkpoint loads: {'; '.join(problems)}")
 
 

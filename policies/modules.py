@@ -416,13 +416,25 @@ class ModulePlayer:
 
 
 def load_checkpoint_player(path: str | Path) -> ModulePlayer:
-    """A `ModulePlayer` for the single-module checkpoint at `path` (e.g. from ``module.save_to_path``)."""
+    """A `ModulePlayer` for a saved policy.
+
+    `path` is a training run folder, one of its checkpoints or their ``policy``
+    folder (`policies.checkpoints`: tensors only, loaded with ``weights_only``),
+    or an RLlib single-module checkpoint (e.g. from ``module.save_to_path``;
+    RLlib restores it by unpickling, so load only files you trust).
+    """
+    from policies.checkpoints import PolicyFileError, find_policy, load_policy
+
     path = Path(path)
     if not (path / RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME).is_file():
-        raise ValueError(
-            f"'{path}' is not an RLModule checkpoint (no {RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME}); "
-            "in an algorithm checkpoint use <ckpt>/learner_group/learner/rl_module/<module_id>"
-        )
+        try:
+            find_policy(path)
+        except PolicyFileError:
+            raise ValueError(
+                f"'{path}' holds no policy: give a training run folder, a checkpoint or policy folder of one, "
+                "or an RLModule checkpoint (<ckpt>/learner_group/learner/rl_module/<module_id>)"
+            ) from None
+        return ModulePlayer(load_policy(path))
     try:
         module = RLModule.from_checkpoint(path.resolve().as_posix())
     except ValueError as e:  # e.g. an algorithm checkpoint's root: its class is no RLModule

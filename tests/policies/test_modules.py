@@ -170,10 +170,10 @@ def test_checkpoint_player_plays_the_module_greedily_and_legally(kind, tmp_path)
     np.testing.assert_array_equal(actions, expected.numpy())
 
 
-def test_loading_something_that_is_no_module_checkpoint_says_so(tmp_path):
-    with pytest.raises(ValueError, match="is not an RLModule checkpoint"):
+def test_loading_something_that_holds_no_policy_says_so(tmp_path):
+    with pytest.raises(ValueError, match="holds no policy"):
         load_checkpoint_player(tmp_path)
-    with pytest.raises(ValueError, match="is not an RLModule checkpoint"):
+    with pytest.raises(ValueError, match="holds no policy"):
         load_checkpoint_player(tmp_path / "missing")
 
 
@@ -257,7 +257,7 @@ def test_ppo_trains_main_against_a_bot_with_legal_moves_only(ray_session, tmp_pa
         assert isinstance(player.module, MaskedPPOTorchRLModule) and player.obs == "egocentric"
         with pytest.raises(ValueError, match="holds several modules"):
             load_checkpoint_player(modules_dir)
-        with pytest.raises(ValueError, match="is not an RLModule checkpoint"):
+        with pytest.raises(ValueError, match="holds no policy"):
             load_checkpoint_player(tmp_path / "algo")
     finally:
         algo.stop()

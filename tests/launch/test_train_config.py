@@ -1,0 +1,168 @@
+"""Training config without Ray running: composition, the schema's one-line errors, the RLlib config, the pool."""
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import ray
+from omegaconf import OmegaConf
+
+import launch.train  # noqa: F401  (registers the resolver the config uses)
+from launch import build
+from launch.cli import UserError, compose
+from launch.runs import RunDir, RunState, merge_overrides
+from launch.schema import check
+from policies.league.pool import MAIN, Matchmaker, SnapshotPool
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "exp").glob("*.yaml"))
+
+
+def config(*overrides: str):
+    cfg = OmegaConf.to_object(compose("config", [*overrides, "run_dir=/tmp/unused"]))
+    check(cfg)
+    return cfg
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS)
+def test_every_experiment_composes_and_builds_without_starting_ray(exp):
+    cfg = config(f"+exp={exp}")
+    algo_config = build.build_algorithm_config(cfg)
+    assert not ray.is_initialized()
+    assert algo_config.episodes_to_numpy is False
+    assert algo_config.policies_to_train == [MAIN] or set(algo_config.policies_to_train) == {MAIN}
+    assert set(algo_config.policies) == {MAIN, *build.make_pool(cfg).module_ids}
+    assert build.gpus_per_learner(cfg) in (0.0, 1.0)
+
+
+def test_dqn_uses_complete_episodes_and_a_prioritized_multi_agent_buffer_with_alpha_and_beta():
+    cfg = config("+exp=dqn_selfplay")
+    algo_config = build.build_algorithm_config(cfg)
+    assert algo_config.batch_mode == "complete_episodes"
+    buffer = algo_config.replay_buffer_config
+    assert buffer["type"] == "MultiAgentPrioritizedEpisodeReplayBuffer"
+    assert buffer["alpha"] == cfg.algo.prioritized_alpha and buffer["beta"] == cfg.algo.prioritized_beta
+    assert algo_config.double_q and algo_config.dueling and algo_config.n_step == cfg.algo.n_step
+    main = build.main_model_config(cfg)
+    assert main["epsilon"][0] == (0, 1.0) and main["dueling"] is True
+    assert build.snapshot_model_config(cfg)["epsilon"] == [(0, build.SNAPSHOT_EPSILON)]
+
+
+def test_config_groups_reach_the_modules_and_the_env():
+    cfg = config("+exp=ppo_selfplay", "variant=ucsd", "variant.players=2", "network=token_set", "obs=egocentric",
+                 "reward=potential")
+    env = build.env_config(cfg)
+    assert env["variant"]["name"] == "ucsd" and env["variant"]["players"] == 2 and env["reward"]["kind"] == "potential"
+    main = build.main_model_config(cfg)
+    assert main["players"] == 2 and main["network"]["kind"] == "token_set" and main["obs"] == "egocentric"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["+exp=nope"], "exp/nope"),
+    (["algo=sac"], "choose one of dqn, ppo"),
+    (["algo.lr=fast"], "algo.lr"),
+    (["league.snapshot_evry=3"], "snapshot_evry"),
+    (["resources.env_runners=-1"], "resources.env_runners=-1 is not allowed"),
+    (["resources.gpus_per_learner=lots"], "gpus_per_learner='lots' is not allowed"),
+    (["league.bots=[random,genius]"], "unknown bot 'genius'"),
+    (["obs=pixels"], "choose one of"),
+    (["network.kind=transformer"], "network.kind='transformer' is not allowed"),
+    (["budget.minutes=0"], "the budget is unlimited"),
+    (["wandb.mode=cloud"], "wandb.mode='cloud' is not allowed"),
+])
+def test_bad_input_is_one_line(overrides, message):
+    with pytest.raises((UserError, ValueError)) as err:
+        config(*overrides)
+    text = str(err.value)
+    assert message in text and "\n" not in text
+
+
+def test_cli_bad_input_exits_2_with_one_line():
+    for args in (["+exp=nope"], ["resume=/nonexistent/run"], ["algo.lr=fast"]):
+        proc = subprocess.run([sys.executable, "launch/train.py", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, proc.stderr)
+
+
+def test_cuda_absent_means_cpu_learner_never_a_hanging_gpu_request(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert build.gpus_per_learner(config()) == 0.0
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert build.gpus_per_learner(config()) == 1.0
+    assert build.gpus_per_learner(config("resources.gpus_per_learner=0")) == 0.0
+
+
+# ---------------------------------------------------------------- the pool
+def test_matchmaker_always_seats_main_and_is_a_pure_function_of_the_episode():
+    mm = Matchmaker(4, ("snapshot_0", "snapshot_1"), ("bot_random",), 0.5, 0.3, 0.2, seed=7)
+    for key in map(str, range(300)):
+        matchup = mm.matchup(key)
+        assert MAIN in matchup.modules and len(matchup.modules) == 4
+        assert mm.matchup(key) == matchup
+    assert pickle.loads(pickle.dumps(mm)).matchup("x") == mm.matchup("x")
+
+
+def test_matchmaker_draws_opponents_with_the_configured_weights():
+    mm = Matchmaker(2, ("snapshot_0", "snapshot_1"), ("bot_random", "bot_hybrid"), 0.5, 0.3, 0.2, seed=1)
+    n = 20_000
+    counts = Counter()
+    for key in map(str, range(n)):
+        modules = mm.matchup(key).modules
+        counts[modules[1] if modules[0] == MAIN else modules[0]] += 1  # the seat beside the learner seat
+    # With two seats, the non-learner seat (when seat 0 is main) follows the weights; allow sampling noise.
+    expected = mm.opponent_weights()
+    assert set(counts) <= set(expected)
+    assert abs(counts["snapshot_0"] / n - 0.15) < 0.02 and abs(counts["bot_hybrid"] / n - 0.1) < 0.02
+
+
+def test_weights_of_missing_snapshots_and_bots_go_to_main():
+    assert Matchmaker(4, (), (), 0.5, 0.3, 0.2).opponent_weights() == {MAIN: 1.0}
+    weights = Matchmaker(4, ("snapshot_0",), (), 0.5, 0.3, 0.2).opponent_weights()
+    assert weights == pytest.approx({MAIN: 0.7, "snapshot_0": 0.3})
+
+
+def test_snapshot_slots_fill_then_replace_the_oldest():
+    pool = SnapshotPool(4, 2, ["random"], main_weight=0.5, snapshot_weight=0.3, bot_weight=0.2, seed=0)
+    assert pool.module_ids == ["snapshot_0", "snapshot_1", "bot_random"] and len(pool) == 0
+    for iteration in (10, 20, 30, 40, 50):
+        pool.record(pool.next_slot(), iteration)
+    assert pool.state.slot_iterations == [50, 40] and pool.filled == ["snapshot_1", "snapshot_0"]
+    assert pool.matchmaker().snapshots == ("snapshot_1", "snapshot_0")
+    with pytest.raises(ValueError, match="max_snapshots"):
+        SnapshotPool(4, 3, [], main_weight=1, snapshot_weight=0, bot_weight=0, seed=0, state=pool.state)
+
+
+# ---------------------------------------------------------------- the run folder
+def test_a_checkpoint_that_fails_midway_leaves_no_checkpoint_and_old_ones_are_pruned(tmp_path):
+    run = RunDir(tmp_path)
+
+    def fill(folder):
+        folder.mkdir(parents=True)
+        (folder / "algorithm").mkdir()
+
+    def crash(folder):
+        fill(folder)
+        raise RuntimeError("killed while writing")
+
+    for it in (1, 2, 3):
+        run.save_checkpoint(it, RunState(iteration=it), fill, keep=2)
+    with pytest.raises(RuntimeError):
+        run.save_checkpoint(4, RunState(iteration=4), crash, keep=2)
+    assert [p.name for p in run.checkpoint_dirs()] == ["iter_000002", "iter_000003"]
+    assert run.read_state(run.checkpoint_dirs()[-1]).iteration == 3
+    run.save_checkpoint(5, RunState(iteration=5), fill, keep=2)
+    assert not list(run.checkpoints.glob(".tmp-*"))  # the half-written one is cleaned up
+
+
+def test_resumed_overrides_keep_the_first_start_and_let_new_values_win():
+    saved = ["+exp=dqn_selfplay", "budget.minutes=30", "seed=3"]
+    assert merge_overrides(saved, ["resume=/r", "budget.minutes=60"]) == [
+        "+exp=dqn_selfplay", "seed=3", "resume=/r", "budget.minutes=60"]
