@@ -77,7 +77,7 @@ class ObsConfig:
 class PPOSettings:
     name: str = "ppo"
     """Algorithm; fixed by the file chosen in conf/algo."""
-    lr: float = 3e-4
+    lr: float = 1e-3
     """Adam learning rate."""
     gamma: float = 0.99
     """Discount per decision of the same seat."""
@@ -85,9 +85,9 @@ class PPOSettings:
     """GAE lambda."""
     train_batch_size: int = 8192
     """Env steps per learner update, per learner."""
-    minibatch_size: int = 1024
+    minibatch_size: int = 512
     """SGD minibatch."""
-    num_epochs: int = 4
+    num_epochs: int = 6
     """Passes over each train batch."""
     clip_param: float = 0.2
     """PPO ratio clip."""

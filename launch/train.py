@@ -24,6 +24,7 @@ import dataclasses
 import os
 import random
 import secrets
+import signal
 import sys
 import time
 from pathlib import Path
@@ -87,6 +88,7 @@ def train(dict_cfg: DictConfig) -> None:
           f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}; wandb {logger.mode})", flush=True)
 
     # 4. train
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
     checkpoint = None
     started = time.perf_counter() - state.elapsed_s
     try:
@@ -117,7 +119,7 @@ def train(dict_cfg: DictConfig) -> None:
             if state.iteration % cfg.checkpoint.every == 0 or budget_spent(cfg, state):
                 checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
     except KeyboardInterrupt:
-        print(f"\ninterrupted at iteration {state.iteration}: saving a checkpoint", flush=True)
+        print(f"\nstopped at iteration {state.iteration}: saving a checkpoint", flush=True)
         state.elapsed_s = time.perf_counter() - started
         checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
         print(f"resume with: python launch/train.py resume={run.path}", flush=True)
@@ -176,6 +178,10 @@ def resume_argv(argv: list[str]) -> list[str]:
             raise UserError(f"resume={resume}: no such run folder")
         raise UserError(f"resume={resume}: not a training run folder (no overrides.txt)")
     return merge_overrides(saved, argv)
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 # ---------------------------------------------------------------- 2. seed
