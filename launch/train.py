@@ -72,7 +72,7 @@ def train(dict_cfg: DictConfig) -> None:
     import ray
 
     from launch import build
-    from policies.league.pool import MAIN, SnapshotPool
+    from policies.league.pool import SnapshotPool
 
     pool: SnapshotPool = build.make_pool(cfg, state.pool if resume_from else None)
     state.pool = pool.state

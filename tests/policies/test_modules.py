@@ -13,9 +13,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 
 from ludo_env.core import ACTION_SPACE, observation_space
-from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch
-from ludo_env.rules import Rules
 from policies.bots import Bot
+from tests.positions import mid_game_positions
 from policies.modules import (
     ACTION_MASK,
     OBSERVATIONS,
@@ -56,17 +55,7 @@ def random_decisions(seed: int, repeats: int = 8) -> tuple[np.ndarray, np.ndarra
 
 def engine_positions(players: int = 4, games: int = 48, plies: int = 40):
     """`(states, tab, masks)`: mid-game positions, each waiting on a decision."""
-    tab = compile_rules(Rules.load("classic", players=players))
-    states, rng = new_batch(tab, games, seed=3, first_seats=np.arange(games) % players)
-    masks = np.zeros((games, 4), dtype=np.int8)
-    legal_masks(states, tab, masks)
-    events = np.zeros(games, dtype=np.int32)
-    walker = Bot("random", seed=11)
-    for _ in range(plies):
-        step_batch(states, tab, rng, walker.act(states, tab, masks), events, masks)
-    legal_masks(states, tab, masks)
-    waiting = masks.any(axis=1)
-    return states[waiting], tab, masks[waiting]
+    return mid_game_positions(players, games, plies, seed=3, walker_seed=11)
 
 
 # ---------------------------------------------------------------- masking
@@ -257,7 +246,7 @@ def test_ppo_trains_main_against_a_bot_with_legal_moves_only(ray_session, tmp_pa
         assert isinstance(player.module, MaskedPPOTorchRLModule) and player.obs == "egocentric"
         with pytest.raises(ValueError, match="holds several modules"):
             load_checkpoint_player(modules_dir)
-        with pytest.raises(ValueError, match="holds no policy"):
+        with pytest.raises(ValueError, match="is not an RLModule checkpoint"):
             load_checkpoint_player(tmp_path / "algo")
     finally:
         algo.stop()

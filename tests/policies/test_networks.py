@@ -9,12 +9,10 @@ from ray.rllib.core.rl_module.rl_module import RLModule
 from torch import nn
 
 from ludo_env.core import ACTION_SPACE, observation_space
-from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch
 from ludo_env.observations import ENCODERS, TOKEN_ENCODERS, encode, feature_names, obs_dim, token_layout
-from ludo_env.rules import Rules
-from policies.bots import Bot
 from policies.modules import ACTION_MASK, OBSERVATIONS, module_spec
 from policies.networks import NETWORK_KINDS, NetworkConfig, NetworkConfigError
+from tests.positions import mid_game_positions
 
 PRESETS = ("mlp", "seed000_qnet", "seed001_ann", "token_set")
 SMALL_TOKEN_SET = {"kind": "token_set", "token_hidden": [16, 16], "hidden": [24], "head_hidden": [8], "attention_heads": 2}
@@ -30,17 +28,8 @@ def build(kind: str, network, obs: str = "egocentric", **extra):
 
 def engine_decisions(obs: str = "egocentric", players: int = 4, games: int = 32, plies: int = 60):
     """`(features, masks)` of real mid-game positions, each waiting on a decision."""
-    tab = compile_rules(Rules.load("classic", players=players))
-    states, rng = new_batch(tab, games, seed=5, first_seats=np.arange(games) % players)
-    masks = np.zeros((games, 4), dtype=np.int8)
-    legal_masks(states, tab, masks)
-    events = np.zeros(games, dtype=np.int32)
-    walker = Bot("random", seed=2)
-    for _ in range(plies):
-        step_batch(states, tab, rng, walker.act(states, tab, masks), events, masks)
-    legal_masks(states, tab, masks)
-    waiting = masks.any(axis=1)
-    return encode(obs, states[waiting], tab), masks[waiting].astype(np.float32)
+    states, tab, masks = mid_game_positions(players, games, plies, seed=5, walker_seed=2)
+    return encode(obs, states, tab), masks.astype(np.float32)
 
 
 def batch_of(features: np.ndarray, masks: np.ndarray) -> dict:
