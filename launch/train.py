@@ -403,8 +403,8 @@ def flatten(tree: dict, prefix: str = "") -> dict[str, float]:
 # ---------------------------------------------------------------- 7. checkpoint, summary
 def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluator, cfg: TrainConfig) -> Path:
     def write_parts(folder: Path) -> None:
-        algo.save_to_path(str(folder / "algorithm"))
-        evaluator.write_policy(algo, folder / "policy")
+        algo.save_to_path(str(run.algorithm_of(folder)))
+        evaluator.write_policy(algo, run.policy_of(folder))
 
     return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
 
