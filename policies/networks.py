@@ -144,7 +144,7 @@ class NetworkConfig:
     """Activation of the action head's outputs (logits, Q or advantages); value heads stay linear."""
     token_hidden: list[int] = field(default_factory=lambda: [64, 64])
     """token_set: widths of the shared per-token encoders (own tokens, opponent tokens)."""
-    pooling: str = "attention"
+    pooling: str = "mean"
     """token_set: how opponent tokens become context: mean, max or attention (each own token attends)."""
     attention_heads: int = 4
     """token_set, attention pooling: heads; must divide token_hidden[-1]."""
@@ -373,7 +373,7 @@ class TokenSetEncoderConfig(ModelConfig):
     hidden: tuple[int, ...] = (128,)
     activation: str = "relu"
     layernorm: bool = False
-    pooling: str = "attention"
+    pooling: str = "mean"
     attention_heads: int = 4
 
     @property
