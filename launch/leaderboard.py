@@ -1,0 +1,215 @@
+"""Write (or serve) the league leaderboard: one HTML page that opens offline.
+
+    python launch/leaderboard.py league=outputs/train/<run>
+    python launch/leaderboard.py league=outputs/train/<run>/league.db out=/tmp/board.html
+    python launch/leaderboard.py league=outputs/train/<run> --serve port=8765
+
+Arguments are key=value, and one flag:
+
+``league`` (required)
+    A run folder (its ``league.db`` is read) or a league database file. The
+    run's ``metrics.jsonl``, when the folder holding the database has one,
+    gives the training curves.
+``out``
+    Where the page goes; default ``leaderboard.html`` beside the database. It
+    is written to a temporary file and renamed into place, so a browser or a
+    copy never sees half a page. Its path is printed.
+``--serve``
+    After writing the page, serve it on http://127.0.0.1:<port>/ (this machine
+    only) until Ctrl-C. Every request renders the page afresh from the
+    database, and the page reloads itself every `REFRESH_SECONDS` seconds, so
+    it follows a run while it trains. Only GET and HEAD of ``/`` and of
+    ``/<name of out>`` are answered; other paths are 404, other methods 405.
+``port``
+    The port for --serve (default 8765; 0 lets the system pick a free one,
+    and the printed URL names it).
+
+The page (`policies.league.leaderboard.render_html`) holds the ranking by
+conservative rating (mu - 3 sigma) with each member's kind, games, panel win
+rate against random bots and status (evicted members stay, greyed), the
+rating history over training iterations, the head-to-head matrix, and main's
+evaluation win rates over environment steps.
+
+Any user error (a missing or foreign database, an unknown argument, a bad
+port, an unwritable output) prints one line to stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from launch.cli import UserError, fail
+
+HOST = "127.0.0.1"  # the page shows run details: never offered beyond this machine
+DEFAULT_PORT = 8765
+REFRESH_SECONDS = 30
+PAGE_NAME = "leaderboard.html"
+METRICS_NAME = "metrics.jsonl"
+KEYS = ("league", "out", "port")
+
+
+def parse(argv: list[str]) -> dict[str, Any]:
+    args: dict[str, Any] = {"league": None, "out": None, "port": DEFAULT_PORT, "serve": False}
+    for arg in argv:
+        if arg == "--serve":
+            args["serve"] = True
+            continue
+        key, sep, value = arg.partition("=")
+        if not sep or key not in KEYS:
+            raise UserError(f"argument '{arg}' is not allowed: use league=<run folder or league.db> "
+                            f"[out=<html path>] [--serve] [port=<n>]")
+        if not value:
+            raise UserError(f"{key}= needs a value")
+        args[key] = value
+    if args["league"] is None:
+        raise UserError("league= is required: give a run folder or a league.db file")
+    try:
+        args["port"] = int(args["port"])
+    except ValueError:
+        raise UserError(f"port={args['port']!r} is not allowed: give an integer in 0..65535") from None
+    if not 0 <= args["port"] <= 65535:
+        raise UserError(f"port={args['port']} is not allowed: give an integer in 0..65535")
+    return args
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]] | None:
+    """The run's metrics rows, or None without a metrics file."""
+    if not path.is_file():
+        return None
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a run being written can end in half a line
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+class Board:
+    """One league database and where its page goes; `render` reads the database afresh each time."""
+
+    def __init__(self, league: str, out: str | None):
+        from policies.league.store import DB_NAME, LeagueStore, LeagueStoreError
+
+        path = Path(league)
+        self.db_path = path / DB_NAME if path.is_dir() else path
+        try:
+            LeagueStore.open(self.db_path, create=False).close()  # a wrong path fails here, as one line
+        except LeagueStoreError as err:
+            raise UserError(str(err)) from None
+        self.metrics_path = self.db_path.parent / METRICS_NAME
+        self.out = Path(out) if out else self.db_path.parent / PAGE_NAME
+        run = self.db_path.parent.name if self.db_path.name == DB_NAME else self.db_path.stem
+        self.title = f"League leaderboard: {run}"
+
+    def render(self, refresh_seconds: int | None = None) -> str:
+        from policies.league.leaderboard import render_html
+        from policies.league.store import LeagueStore
+
+        # a connection per render: the server answers on several threads, and sqlite3 connections stay on one
+        with LeagueStore.open(self.db_path, create=False) as store:
+            return render_html(store, read_metrics(self.metrics_path), self.title, refresh_seconds)
+
+    def write(self) -> Path:
+        page = self.render()
+        # beside the target, so the rename stays on one file system; a plain open keeps the umask's mode
+        tmp = self.out.with_name(f".{self.out.name}.{os.getpid()}.tmp")
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(page)
+            os.replace(tmp, self.out)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise UserError(f"out={self.out}: cannot write the page there ({err.strerror})") from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return self.out
+
+
+def handler(board: Board) -> type[BaseHTTPRequestHandler]:
+    paths = {"/", f"/{board.out.name}"}
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "ludo-league-leaderboard"
+
+        def _page(self, send_body: bool) -> None:
+            if self.path.split("?", 1)[0] not in paths:
+                self.send_error(HTTPStatus.NOT_FOUND)
+                return
+            try:
+                body = board.render(REFRESH_SECONDS).encode("utf-8")
+            except Exception as err:  # noqa: BLE001
+                # the database can vanish or stay locked mid-run: say so in the log and keep serving
+                self.log_error("render failed: %s", (str(err) or type(err).__name__).splitlines()[0])
+                self.send_error(HTTPStatus.INTERNAL_SERVER_ERROR, "the leaderboard could not be rendered")
+                return
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            if send_body:
+                self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._page(send_body=True)
+
+        def do_HEAD(self) -> None:
+            self._page(send_body=False)
+
+        def _refuse(self) -> None:
+            self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def __getattr__(self, name: str):
+            # http.server answers a method it has no do_<METHOD> for with 501; this page is read-only, so 405
+            if name.startswith("do_"):
+                return self._refuse
+            raise AttributeError(name)
+
+    return Handler
+
+
+def serve(board: Board, port: int) -> None:
+    try:
+        server = ThreadingHTTPServer((HOST, port), handler(board))
+    except OSError as err:
+        raise UserError(f"port={port}: cannot serve on {HOST} ({err.strerror})") from None
+    server.daemon_threads = True  # an open keep-alive connection must not hold up Ctrl-C
+    print(f"serving http://{HOST}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print("stopped", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return
+    args = parse(argv)
+    board = Board(args["league"], args["out"])
+    print(f"leaderboard: {board.write()}", flush=True)
+    if args["serve"]:
+        serve(board, args["port"])
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

@@ -1,0 +1,379 @@
+"""The league leaderboard: a ranking of the members and a self-contained HTML dashboard.
+
+    rows = ranking(store)                       # one dict per member, strongest first
+    run.log({"league/ranking": ranking_table(store)})
+    Path("leaderboard.html").write_text(render_html(store, metrics, title="ppo_selfplay"))
+
+`ranking` orders every member who ever joined (evicted ones too, marked by
+``active``) by openskill's conservative rating, ``ordinal = mu - 3 sigma``,
+so a member that has played little (large sigma) does not top the table on
+a lucky start. Its columns are `COLUMNS`: ``games`` counts the rated matches
+the member sat in; ``win_rate_vs_random`` is its greedy win rate against
+``players - 1`` random bots from its panel evaluation (None when it was
+never evaluated, such as the bots themselves).
+
+`render_html` builds one HTML file that opens offline (plotly.js is inlined
+once, in the head) with four sections:
+
+* ``#ranking``: the ranking as an HTML table, one ``<tr data-member=name>`` per member;
+* ``#rating-history``: each member's mu after every rating round, over training
+  iterations (over rating rounds when some round has no iteration);
+* ``#head-to-head``: the share of the games both played in which the row member
+  finished ahead of the column member, with the game counts;
+* ``#training-curves``: main's win rate against each panel opponent over
+  environment steps, from the run's ``metrics.jsonl`` rows that carry ``eval/`` keys.
+
+A section with nothing to show yet keeps its id and holds a one-line note.
+Member names come from users (external agents), so every name is escaped,
+in the table and in the plot labels (plotly reads labels as HTML).
+"""
+from __future__ import annotations
+
+import functools
+import html
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policies.league.ratings import head_to_head
+from policies.league.store import LeagueStore, Match, Member
+
+COLUMNS = ("rank", "name", "kind", "mu", "sigma", "ordinal", "games", "win_rate_vs_random", "iteration",
+           "active")
+PANEL_BASELINE = "random"
+EVAL_PREFIX = "eval/win_rate_vs_"
+MISSING = "\u2013"  # an en dash: a cell with no value
+
+PLOT_IDS = ("rating-history", "head-to-head", "training-curves")
+MAX_ANNOTATED = 14  # members up to which the head-to-head cells carry their numbers
+
+
+# ---------------------------------------------------------------------------- ranking
+@dataclass(frozen=True)
+class _League:
+    """Everything a page shows, read once: training may write between two reads of a live database."""
+
+    path: str
+    members: list[Member]  # ranked, strongest first
+    matches: list[Match]
+    history: list[dict[str, Any]]
+    rounds: int
+
+    @classmethod
+    def read(cls, store: LeagueStore) -> _League:
+        # The name breaks ties so equal ratings (members that never played) keep one order across renders.
+        members = sorted(store.members(), key=lambda m: (-m.ordinal, m.name))
+        return cls(str(store.path), members, store.matches(), store.rating_history(), len(store.rounds()))
+
+
+def _panel_entry(member: Member, opponent: str = PANEL_BASELINE) -> dict[str, Any] | None:
+    entry = (member.panel or {}).get(opponent)
+    if not isinstance(entry, dict) or not isinstance(entry.get("win_rate"), (int, float)):
+        return None
+    return entry if math.isfinite(entry["win_rate"]) else None  # NaN: an evaluation with no finished game
+
+
+def ranking(store: LeagueStore) -> list[dict[str, Any]]:
+    """One row per member (evicted ones included), highest ordinal first, with the keys in `COLUMNS`."""
+    return _ranking(_League.read(store))
+
+
+def _ranking(league: _League) -> list[dict[str, Any]]:
+    played: Counter = Counter()
+    for match in league.matches:
+        played.update(set(match.seats))  # a member is counted once per game, whatever seats it held
+    rows = []
+    for rank, member in enumerate(league.members, start=1):
+        panel = _panel_entry(member)
+        rows.append({
+            "rank": rank,
+            "name": member.name,
+            "kind": member.kind,
+            "mu": member.mu,
+            "sigma": member.sigma,
+            "ordinal": member.ordinal,
+            "games": played.get(member.id, 0),
+            "win_rate_vs_random": None if panel is None else float(panel["win_rate"]),
+            "iteration": member.iteration,
+            "active": member.active,
+        })
+    return rows
+
+
+def ranking_table(store: LeagueStore):
+    """The ranking as a ``wandb.Table``, for training to log after each evaluation round."""
+    import wandb
+
+    return wandb.Table(columns=list(COLUMNS), data=[[row[c] for c in COLUMNS] for row in ranking(store)])
+
+
+# ---------------------------------------------------------------------------- figures
+def _label(name: str) -> str:
+    return html.escape(name, quote=False)
+
+
+def _base_layout(x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+    # no plot title: the section heading above each plot says what it shows
+    layout = {
+        "template": "plotly_white",
+        "xaxis": {"title": {"text": x_title}},
+        "yaxis": {"title": {"text": y_title}},
+        "margin": {"l": 70, "r": 30, "t": 40, "b": 60},  # the top keeps the mode bar off the plot
+        "height": 440,
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
+        "hovermode": "closest",
+    }
+    return {**layout, **extra}
+
+
+def _history_points(history: Sequence[dict[str, Any]]) -> tuple[list[Any], str]:
+    """The x position of each history row and the axis title.
+
+    Training rounds carry an iteration; a league played outside training (bots
+    only, or between runs) does not. Mixing the two on one axis would place
+    rounds by unrelated numbers, so iterations are used only when every row has
+    one; otherwise every row is placed by the order of its rating round.
+    """
+    if history and all(row["iteration"] is not None for row in history):
+        return [row["iteration"] for row in history], "training iteration"
+    order: dict[Any, int] = {}
+    xs = []
+    for row in history:
+        # set_ratings writes one timestamp per call, so it stands in for a round id that was not given
+        key = ("round", row["round_id"]) if row["round_id"] is not None else ("time", row["created_at"])
+        xs.append(order.setdefault(key, len(order) + 1))
+    return xs, "rating round"
+
+
+def _rating_history_figure(league: _League):
+    import plotly.graph_objects as go
+
+    history = league.history
+    if not history:
+        return None
+    xs, x_title = _history_points(history)
+    by_member: dict[int, list[tuple[Any, dict[str, Any]]]] = {}
+    for x, row in zip(xs, history):
+        by_member.setdefault(row["member_id"], []).append((x, row))
+    fig = go.Figure()
+    for member in league.members:  # legend in ranking order
+        points = by_member.get(member.id)
+        if not points:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in points],
+            y=[row["mu"] for _, row in points],
+            customdata=[[row["sigma"], MISSING if row["iteration"] is None else row["iteration"]]
+                        for _, row in points],
+            mode="lines+markers",
+            name=_label(member.name),
+            line={"dash": "solid" if member.active else "dot"},
+            # the name comes in through fullData: a name inside the template could hold %{...}
+            hovertemplate=("<b>%{fullData.name}</b><br>mu %{y:.2f} \u00b1 %{customdata[0]:.2f}"
+                           "<br>iteration %{customdata[1]}<extra></extra>"),
+        ))
+    fig.update_layout(**_base_layout(x_title, "openskill mu"))
+    return fig
+
+
+def _head_to_head_figure(league: _League):
+    import plotly.graph_objects as go
+
+    records = head_to_head((m.seats, m.places) for m in league.matches)
+    if not records:
+        return None
+    met = {member_id for pair in records for member_id in pair}
+    order = [m for m in league.members if m.id in met]  # strongest first, top row and left column
+    labels = [_label(m.name) for m in order]
+    z, text = [], []
+    for a in order:
+        z_row, text_row = [], []
+        for b in order:
+            ahead, games = records.get((a.id, b.id), (0, 0))
+            z_row.append(ahead / games if games else None)
+            text_row.append(f"{ahead / games:.0%}<br>{ahead}/{games}" if games else "")
+        z.append(z_row)
+        text.append(text_row)
+    # past a dozen or so members the cells get too small to read; the counts stay in the hover text
+    fig = go.Figure(go.Heatmap(
+        z=z, x=labels, y=labels, text=text, texttemplate="%{text}" if len(order) <= MAX_ANNOTATED else "",
+        textfont={"size": 11},
+        zmin=0.0, zmax=1.0, zmid=0.5, colorscale="RdBu", xgap=2, ygap=2,
+        colorbar={"title": {"text": "ahead"}, "tickformat": ".0%"},
+        hovertemplate="<b>%{y}</b> ahead of <b>%{x}</b>: %{z:.1%}<br>(%{text})<extra></extra>",
+    ))
+    side = max(360, min(900, 140 + 70 * len(order)))
+    fig.update_layout(**_base_layout("column member", "row member", height=side))
+    fig.update_yaxes(autorange="reversed", type="category", showgrid=False)
+    fig.update_xaxes(type="category", side="bottom", showgrid=False)
+    return fig
+
+
+def _training_curves_figure(metrics: Sequence[dict[str, Any]] | None):
+    import plotly.graph_objects as go
+
+    rows = [r for r in metrics or () if any(k.startswith(EVAL_PREFIX) for k in r)]
+    if not rows:
+        return None
+    keys = (k for r in rows for k in r if k.startswith(EVAL_PREFIX))
+    opponents = list(dict.fromkeys(k[len(EVAL_PREFIX):] for k in keys))
+    fig = go.Figure()
+    for opponent in opponents:
+        points = [r for r in rows if r.get(EVAL_PREFIX + opponent) is not None]
+        fig.add_trace(go.Scatter(
+            x=[r.get("env_steps") for r in points],
+            y=[r[EVAL_PREFIX + opponent] for r in points],
+            customdata=[[r.get("iteration", MISSING), r.get("minutes", MISSING)] for r in points],
+            mode="lines+markers",
+            name=f"vs {_label(opponent)}",
+            hovertemplate=("%{fullData.name}: %{y:.1%}<br>%{x:,} env steps"
+                           "<br>iteration %{customdata[0]}, %{customdata[1]} min<extra></extra>"),
+        ))
+    fig.update_layout(**_base_layout("environment steps", "win rate"))
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    return fig
+
+
+@functools.lru_cache(maxsize=1)
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _figure_div(fig, div_id: str, empty_note: str) -> str:
+    if fig is None:
+        return f'<div id="{div_id}" class="plot empty"><p class="note">{html.escape(empty_note)}</p></div>'
+    import plotly.io as pio
+
+    config = {"displaylogo": False, "responsive": True,
+              "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+    return ('<div class="plot">'
+            + pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=config,
+                          default_height=f"{fig.layout.height}px")
+            + "</div>")
+
+
+# ---------------------------------------------------------------------------- page
+def _number(value: float | None, digits: int = 2) -> str:
+    return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def _win_rate_cell(member: Member) -> str:
+    panel = _panel_entry(member)
+    if panel is None:
+        return f'<td class="num">{MISSING}</td>'
+    detail = []
+    ci = panel.get("ci95")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(c, (int, float)) for c in ci):
+        detail.append(f"95% CI {ci[0]:.1%} to {ci[1]:.1%}")
+    if panel.get("games"):
+        detail.append(f"{panel['games']} games")
+    title = f' title="{html.escape(", ".join(detail))}"' if detail else ""
+    return f'<td class="num"{title}>{float(panel["win_rate"]):.1%}</td>'
+
+
+def _ranking_table(league: _League) -> str:
+    body = []
+    for member, row in zip(league.members, _ranking(league)):
+        name = html.escape(row["name"], quote=True)
+        status = "active" if row["active"] else "evicted"
+        body.append(
+            f'<tr data-member="{name}" class="{status}">'
+            f'<td class="num">{row["rank"]}</td>'
+            f'<td class="name" title="{html.escape(member.spec, quote=True)}">{name}</td>'
+            f'<td><span class="kind kind-{row["kind"]}">{row["kind"]}</span></td>'
+            f'<td class="num">{_number(row["mu"])}</td>'
+            f'<td class="num">{_number(row["sigma"])}</td>'
+            f'<td class="num strong">{_number(row["ordinal"])}</td>'
+            f'<td class="num">{row["games"]:,}</td>'
+            f'{_win_rate_cell(member)}'
+            f'<td class="num">{MISSING if row["iteration"] is None else row["iteration"]}</td>'
+            f'<td>{status}</td>'
+            "</tr>"
+        )
+    head = ('<tr><th class="num">#</th><th>member</th><th>kind</th><th class="num">mu</th>'
+            '<th class="num">sigma</th>'
+            '<th class="num" title="mu - 3 sigma: the rating it holds with high confidence">ordinal</th>'
+            '<th class="num" title="rated games it played">games</th>'
+            '<th class="num" title="greedy play against players - 1 random bots (panel evaluation)">'
+            "win vs random</th>"
+            '<th class="num" title="the training iteration it was taken at">iteration</th>'
+            "<th>status</th></tr>")
+    empty = "" if body else '<p class="note">No members yet.</p>'
+    return (f'<table id="ranking"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>{empty}')
+
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2933;
+       margin: 0; background: #f5f7fa; }
+main { max-width: 1180px; margin: 0 auto; padding: 20px 28px 40px; }
+header h1 { font-size: 24px; margin: 0 0 4px; }
+header p { margin: 0; color: #52606d; font-size: 14px; }
+header code { background: #e4e7eb; padding: 1px 5px; border-radius: 3px; }
+section { background: #fff; border: 1px solid #e4e7eb; border-radius: 8px; padding: 14px 18px;
+          margin-top: 18px; }
+section h2 { font-size: 17px; margin: 0 0 4px; }
+section > p.about { margin: 0 0 10px; color: #616e7c; font-size: 13px; }
+table { border-collapse: collapse; width: 100%; font-size: 14px; }
+th, td { padding: 6px 10px; border-bottom: 1px solid #e4e7eb; text-align: left; white-space: nowrap; }
+th { background: #f0f4f8; font-weight: 600; cursor: default; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.strong { font-weight: 600; }
+td.name { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; white-space: normal;
+          word-break: break-all; }
+tr.evicted td { color: #9aa5b1; }
+tbody tr:hover td { background: #f8fafc; }
+.kind { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #e4e7eb; }
+.kind-main { background: #d9e8ff; } .kind-snapshot { background: #e3f6e8; }
+.kind-bot { background: #fdebd3; } .kind-external { background: #eee3fb; }
+.note { color: #7b8794; font-style: italic; margin: 8px 0; }
+"""
+
+
+def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
+                refresh_seconds: int | None = None) -> str:
+    """The dashboard page for the league in `store` (and the run's metrics rows, if any), as one string."""
+    league = _League.read(store)
+    active = sum(m.active for m in league.members)
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    refresh = (f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">'
+               if refresh_seconds else "")
+    sections = [
+        ("Ranking", ("Ordered by ordinal = mu \u2212 3 sigma (openskill Plackett-Luce), strongest first; "
+                     "greyed rows are evicted members."), _ranking_table(league)),
+        ("Rating history", ("Each member's mu after every rating round it played (dotted: evicted). "
+                            "Click a legend entry to hide it, double-click to show it alone."),
+         _figure_div(_rating_history_figure(league), "rating-history", "No rating rounds yet.")),
+        ("Head to head", ("The share of the games both played in which the row member finished ahead of "
+                          "the column member, with the counts; rows and columns in ranking order."),
+         _figure_div(_head_to_head_figure(league), "head-to-head", "No rated games yet.")),
+        ("Training curves", ("Main's greedy win rate against each panel opponent at each evaluation "
+                             "(from the run's metrics.jsonl)."),
+         _figure_div(_training_curves_figure(metrics), "training-curves",
+                     "No evaluation rows in the run's metrics yet (or no metrics.jsonl beside the league).")),
+    ]
+    body = "".join(
+        f'<section><h2>{name}</h2><p class="about">{html.escape(about)}</p>{content}</section>'
+        for name, about, content in sections
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"{refresh}"
+        '<link rel="icon" href="data:,">'  # no favicon request: it would 404 when served
+        f"<title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style>"
+        f'<script type="text/javascript">{_plotly_js()}</script>'
+        "</head><body><main>"
+        f"<header><h1>{html.escape(title)}</h1>"
+        f"<p>League <code>{html.escape(league.path)}</code> \u00b7 {len(league.members)} members "
+        f"({active} active) \u00b7 {league.rounds} rating rounds \u00b7 "
+        f"{len(league.matches):,} rated games \u00b7 rendered {when}</p></header>"
+        f"{body}"
+        "</main></body></html>\n"
+    )
