@@ -24,7 +24,8 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
-from policies.league.pool import MAIN, PoolState, SnapshotPool
+from policies.league.league import LeagueSettings
+from policies.league.pool import MAIN, Matchmaker, SnapshotPool
 from policies.modules import module_spec
 
 SNAPSHOT_EPSILON = 0.02
@@ -86,13 +87,27 @@ def snapshot_model_config(cfg: TrainConfig) -> dict[str, Any]:
     return config
 
 
-def make_pool(cfg: TrainConfig, state: PoolState | None = None) -> SnapshotPool:
+def make_pool(cfg: TrainConfig) -> SnapshotPool:
+    return SnapshotPool(players(cfg), cfg.league.max_snapshots, cfg.league.bots)
+
+
+def league_settings(cfg: TrainConfig) -> LeagueSettings:
     league = cfg.league
-    return SnapshotPool(
-        players(cfg), league.max_snapshots, league.bots,
-        main_weight=league.main_weight, snapshot_weight=league.snapshot_weight, bot_weight=league.bot_weight,
-        seed=cfg.seed, state=state,
+    return LeagueSettings(
+        players=players(cfg), max_snapshots=league.max_snapshots, snapshot_every=league.snapshot_every,
+        snapshot_win_rate=league.snapshot_win_rate, training_bots=tuple(league.bots),
+        rated_bots=tuple(league.rated_bots), main_weight=league.main_weight,
+        snapshot_weight=league.snapshot_weight, bot_weight=league.bot_weight, pfsp=league.pfsp,
+        pfsp_rounds=league.pfsp_rounds, lineups=league.lineups, games_per_lineup=league.games_per_lineup,
+        external=tuple(league.external),
     )
+
+
+def first_matchmaker(cfg: TrainConfig, pool: SnapshotPool) -> Matchmaker:
+    """Seats before the league has spoken: no snapshot yet, bots uniform."""
+    league = cfg.league
+    return Matchmaker(players(cfg), (), pool.bot_modules, league.main_weight, league.snapshot_weight,
+                      league.bot_weight, cfg.seed)
 
 
 def rl_module_spec(cfg: TrainConfig, pool: SnapshotPool) -> MultiRLModuleSpec:
@@ -120,9 +135,11 @@ def gpus_per_learner(cfg: TrainConfig) -> float:
     return gpus
 
 
-def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None) -> AlgorithmConfig:
+def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
+                           matchmaker: Matchmaker | None = None) -> AlgorithmConfig:
     """The complete RLlib config of a training run; building it starts nothing."""
     pool = pool or make_pool(cfg)
+    matchmaker = matchmaker or first_matchmaker(cfg, pool)
     algo = cfg.algo
     res = cfg.resources
     config = PPOConfig() if algo.name == "ppo" else DQNConfig()
@@ -138,7 +155,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None) -
         .learners(num_learners=res.learners, num_gpus_per_learner=gpus_per_learner(cfg))
         .multi_agent(
             policies={MAIN, *pool.module_ids},
-            policy_mapping_fn=pool.matchmaker(),
+            policy_mapping_fn=matchmaker,
             policies_to_train=[MAIN],
         )
         .rl_module(rl_module_spec=rl_module_spec(cfg, pool))

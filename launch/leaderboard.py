@@ -101,7 +101,8 @@ class Board:
         path = Path(league)
         self.db_path = path / DB_NAME if path.is_dir() else path
         try:
-            LeagueStore.open(self.db_path, create=False).close()  # a wrong path fails here, as one line
+            # a wrong path fails here, as one line
+            LeagueStore.open(self.db_path, create=False, read_only=True).close()
         except LeagueStoreError as err:
             raise UserError(str(err)) from None
         self.metrics_path = self.db_path.parent / METRICS_NAME
@@ -114,7 +115,7 @@ class Board:
         from policies.league.store import LeagueStore
 
         # a connection per render: the server answers on several threads, and sqlite3 connections stay on one
-        with LeagueStore.open(self.db_path, create=False) as store:
+        with LeagueStore.open(self.db_path, create=False, read_only=True) as store, store.snapshot():
             return render_html(store, read_metrics(self.metrics_path), self.title, refresh_seconds)
 
     def write(self) -> Path:

@@ -4,14 +4,19 @@ Layout of ``<run_dir>`` (the Hydra output folder)::
 
     overrides.txt            the command-line overrides of the first start (a resume reuses them)
     checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
-                             run_state.json (iteration, env steps, minutes, pool, evaluations)
+                             run_state.json (iteration, env steps, minutes, evaluations)
     metrics.jsonl            one line per iteration
+    league.db                the league (policies.league.store): members, matches, rating history
+    league/<snapshot>/       each snapshot's weights (policies.checkpoints policy folder)
+    leaderboard.html         the dashboard (python launch/leaderboard.py league=<run_dir>)
     summary.json             the final results
     wandb/                   the wandb run
 
 A checkpoint is written into a hidden temporary folder and renamed into
 place, so ``iter_*`` folders are always complete; a run killed while saving
-leaves only a temporary folder, which the next save removes.
+leaves only a temporary folder, which the next save removes. The league
+database commits each change as it happens and is not rolled back on a
+resume: snapshots frozen after the last checkpoint stay in the league.
 """
 from __future__ import annotations
 
@@ -23,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
-from policies.league.pool import PoolState
 
 RUN_STATE = "run_state.json"
 ALGORITHM_DIR = "algorithm"
@@ -40,7 +44,10 @@ class RunState:
     env_steps: int = 0
     elapsed_s: float = 0.0
     """Training seconds so far, over every start of the run."""
-    pool: PoolState = field(default_factory=PoolState)
+    snapshot_slots: int | None = None
+    """league.max_snapshots of the run: the snapshot modules its algorithm checkpoints hold."""
+    last_snapshot: int | None = None
+    """Iteration of main's newest snapshot."""
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     wandb_id: str | None = None
 
@@ -49,8 +56,6 @@ class RunState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunState":
-        data = dict(data)
-        data["pool"] = PoolState.from_dict(data.get("pool", {}))
         return cls(**data)
 
 

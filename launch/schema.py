@@ -15,7 +15,7 @@ obs         `ObsConfig`                       egocentric, seed000_raw62, seed000
 reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        `PPOSettings` / `DQNSettings`     ppo, dqn
-league      `LeagueConfig`                    snapshots
+league      `LeagueConfig`                    pfsp, uniform
 resources   `ResourcesConfig`                 local
 budget      `BudgetConfig`                    minutes30, steps1m
 eval        `EvalConfig`                      panel
@@ -38,6 +38,12 @@ from omegaconf import MISSING
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
 from policies.networks import NetworkConfig
+
+
+def _bot_names() -> tuple[str, ...]:
+    from policies.bots import BOT_NAMES
+
+    return BOT_NAMES
 
 
 def _editable_copy(frozen: type, name: str) -> type:
@@ -160,17 +166,32 @@ ALGO_SCHEMAS = {"ppo": PPOSettings, "dqn": DQNSettings}
 @dataclass
 class LeagueConfig:
     snapshot_every: int = 10
-    """Training iterations between snapshots of main joining the pool."""
+    """Training iterations between snapshots of main joining the league."""
+    snapshot_win_rate: float | None = None
+    """Also freeze main when, in a rating round, it finishes ahead of the others this often (None: off)."""
     max_snapshots: int = 8
-    """Snapshot slots; when full the oldest snapshot is replaced."""
+    """Active snapshots (one RLlib module slot each); beyond it the lowest-rated snapshot is evicted."""
     bots: list[str] = field(default_factory=lambda: ["random", "hybrid"])
-    """Seed bots in the pool as fixed modules (policies.bots names)."""
+    """Seed bots main trains against, as fixed modules (policies.bots names)."""
+    rated_bots: list[str] = field(default_factory=lambda: list(_bot_names()))
+    """Seed bots that are league members in the rating rounds (default: every seed bot)."""
+    external: list[str] = field(default_factory=list)
+    """Agents from other runs in the rating rounds: run, checkpoint or policy folders (ckpt:<path>)."""
     main_weight: float = 0.5
-    """Chance an opponent seat is main itself (pure self-play)."""
+    """Share of opponent seats that are main itself (pure self-play)."""
     snapshot_weight: float = 0.3
-    """Chance an opponent seat is a snapshot (goes to main until one exists)."""
+    """Share of opponent seats that are snapshots (goes to main until one exists)."""
     bot_weight: float = 0.2
-    """Chance an opponent seat is a bot."""
+    """Share of opponent seats that are bots."""
+    pfsp: str = "squared"
+    """Prioritized fictitious self-play weighting f(x), x = main's chance to finish ahead: squared, linear,
+    variance or uniform."""
+    pfsp_rounds: int = 3
+    """Rating rounds whose games set the PFSP chances."""
+    lineups: int = 8
+    """Line-ups of distinct members per rating round (one every eval.every iterations); half include main."""
+    games_per_lineup: int = 40
+    """Games per line-up (seats rotate: a multiple of the player count seats everyone equally)."""
 
 
 @dataclass
@@ -282,6 +303,7 @@ def check(cfg: TrainConfig) -> None:
     """What the types cannot say; raises ValueError with one line."""
     from ludo_env.observations import check_encoder
     from policies.bots import BOT_NAMES
+    from policies.league.ratings import PFSP_WEIGHTINGS
 
     check_encoder(cfg.obs.name)
     Rules.load(dataclasses.asdict(cfg.variant))
@@ -296,8 +318,23 @@ def check(cfg: TrainConfig) -> None:
     weights = (league.main_weight, league.snapshot_weight, league.bot_weight)
     if min(weights) < 0 or sum(weights) <= 0:
         raise ValueError("league weights must be >= 0 and not all 0 (main_weight, snapshot_weight, bot_weight)")
+    for bot in league.rated_bots:
+        if bot not in BOT_NAMES:
+            raise ValueError(f"league.rated_bots: unknown bot {bot!r}: choose from {', '.join(BOT_NAMES)}")
+    if league.pfsp not in PFSP_WEIGHTINGS:
+        raise ValueError(f"league.pfsp={league.pfsp!r} is not allowed: choose {', '.join(PFSP_WEIGHTINGS)}")
+    if league.snapshot_win_rate is not None and not 0 < league.snapshot_win_rate <= 1:
+        raise ValueError(f"league.snapshot_win_rate={league.snapshot_win_rate!r} is not allowed: "
+                         "give a share in (0, 1] or null")
     _at_least("league.snapshot_every", league.snapshot_every, 1)
     _at_least("league.max_snapshots", league.max_snapshots, 0)
+    _at_least("league.pfsp_rounds", league.pfsp_rounds, 1)
+    _at_least("league.lineups", league.lineups, 1)
+    _at_least("league.games_per_lineup", league.games_per_lineup, 1)
+    members = 1 + len(set(league.rated_bots) | set(league.bots)) + len(league.external)
+    if members < cfg.variant.players:
+        raise ValueError(f"the league has {members} members without snapshots, fewer than the "
+                         f"{cfg.variant.players} seats of a rating round: add league.rated_bots")
     res = cfg.resources
     _at_least("resources.env_runners", res.env_runners, 0)
     _at_least("resources.envs_per_runner", res.envs_per_runner, 1)

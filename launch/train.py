@@ -7,13 +7,15 @@
 
 Reads top to bottom: 1 compose the config (``conf/config.yaml``, schema
 `launch.schema.TrainConfig`), 2 seed, 3 build the RLlib config
-(`launch.build`), 4 a plain ``algo.train()`` loop that adds a snapshot of
-``main`` to the opponent pool every ``league.snapshot_every`` iterations,
-5 evaluate greedy ``main`` against the ``eval.panel`` in the fast evaluator,
-6 log a line per iteration and everything to wandb (offline unless told
-otherwise), 7 checkpoint atomically. The run folder is the Hydra output
-folder; its layout is in `launch.runs`. A final summary names the
-checkpoints and the exact commands that reproduce the evaluation.
+(`launch.build`) and open the league (``<run>/league.db``,
+`policies.league.league`), 4 a plain ``algo.train()`` loop, 5 evaluate
+greedy ``main`` against the ``eval.panel`` in the fast evaluator and play a
+league rating round, then freeze ``main`` into the league when the snapshot
+rule says so and re-weigh the opponents (PFSP), 6 log a line per iteration
+and everything to wandb (offline unless told otherwise), 7 checkpoint
+atomically. The run folder is the Hydra output folder; its layout is in
+`launch.runs`. A final summary names the checkpoints, the leaderboard and
+the exact commands that reproduce the evaluation.
 
 A user error (unknown experiment, bad value, missing or damaged checkpoint)
 prints one line and exits with status 2.
@@ -72,17 +74,29 @@ def train(dict_cfg: DictConfig) -> None:
     import ray
 
     from launch import build
-    from policies.league.pool import SnapshotPool
+    from policies.league.league import League
+    from policies.league.pool import snapshot_id
+    from policies.league.store import DB_NAME, LeagueStore
 
-    pool: SnapshotPool = build.make_pool(cfg, state.pool if resume_from else None)
-    state.pool = pool.state
-    algo_config = build.build_algorithm_config(cfg, pool)
+    pool = build.make_pool(cfg)
+    state.snapshot_slots = cfg.league.max_snapshots
+    try:
+        league = League(LeagueStore.open(run.path / DB_NAME), build.league_settings(cfg), cfg.variant.name)
+    except ValueError as err:  # a damaged database, an external agent that is not there
+        raise UserError(one_line(err)) from None
+    for slot, member in league.slot_members().items():
+        pool.fill(slot, member.iteration or 0)
+    algo_config = build.build_algorithm_config(cfg, pool, league.matchmaker(cfg.seed))
     ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
              configure_logging=True, log_to_driver=False)
     algo = algo_config.build_algo()
     if resume_from is not None:
         algo.restore_from_path(str(run.algorithm_of(resume_from)))
     evaluator = PanelEvaluator(cfg)
+    # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
+    for slot, member in league.slot_members().items():
+        push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
+    league.fill_panels(lambda member: evaluator.panel(league.player(member)))
     logger = WandbLogger(cfg, run, state)
     print(f"run folder: {run.path}  ({'resumed from ' + resume_from.name if resume_from else 'new run'}; "
           f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}; wandb {logger.mode})", flush=True)
@@ -99,19 +113,28 @@ def train(dict_cfg: DictConfig) -> None:
             state.env_steps = env_steps_of(result)
             state.elapsed_s = time.perf_counter() - started
             steps_per_s = (state.env_steps - steps_before) / max(1e-9, time.perf_counter() - time_before)
-            if state.iteration % cfg.league.snapshot_every == 0 and cfg.league.max_snapshots:
-                take_snapshot(algo, pool, state.iteration)
 
-            # 5. evaluate
-            evaluation = None
-            if cfg.eval.every and state.iteration % cfg.eval.every == 0:
+            # 5. evaluate: the panel, a league rating round, then snapshot and re-weigh the opponents
+            evaluation = league_round = None
+            snapshot_due = league.snapshot_due(state.iteration, state.last_snapshot)
+            # A new snapshot is evaluated too (its panel is in the leaderboard) unless evaluation is off.
+            if cfg.eval.every and (snapshot_due or state.iteration % cfg.eval.every == 0):
                 evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
                 state.evaluations.append(evaluation)
+                league_round = league.rating_round(
+                    evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
+                    iteration=state.iteration, env_steps=state.env_steps)
+                league.set_main_panel(panel_of(evaluation), state.iteration, state.env_steps)
+                snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
+            if snapshot_due:
+                take_snapshot(algo, league, pool, state, evaluator, evaluation)
+            if league_round is not None or snapshot_due:
+                install_matchmaker(algo, league.matchmaker(cfg.seed))
 
             # 6. log
-            row = progress_row(cfg, result, state, pool, evaluation, steps_per_s)
+            row = progress_row(cfg, result, state, pool, evaluation, steps_per_s, league, league_round)
             run.append_metrics(row)
-            logger.log(result, row)
+            logger.log(result, row, league if league_round is not None else None)
             if cfg.progress:
                 print(progress_line(row, state.evaluations), flush=True)
 
@@ -130,7 +153,14 @@ def train(dict_cfg: DictConfig) -> None:
         checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
 
     final = evaluator.run(algo, cfg.eval.final_games, state.iteration, final=True) if cfg.eval.final_games else None
-    summary = write_summary(cfg, run, state, checkpoint, final)
+    if final is not None:
+        # main as trained joins the league for good, and a last round rates it
+        if state.last_snapshot != state.iteration and cfg.league.max_snapshots:
+            take_snapshot(algo, league, pool, state, evaluator, final)
+        league.set_main_panel(panel_of(final), state.iteration, state.env_steps)
+        league.rating_round(evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
+                            iteration=state.iteration, env_steps=state.env_steps, label="final")
+    summary = write_summary(cfg, run, state, checkpoint, final, league)
     logger.finish(final, run.policy_of(checkpoint))
     print(summary, flush=True)
     ray.shutdown()
@@ -152,9 +182,9 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
             state = run.read_state(checkpoint)
             if not (run.algorithm_of(checkpoint) / "rllib_checkpoint.json").is_file():
                 raise ValueError("its algorithm/ folder is incomplete")
-            if len(state.pool.slot_iterations) != cfg.league.max_snapshots:
+            if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
                 raise UserError(
-                    f"resume: the run has {len(state.pool.slot_iterations)} snapshot slots, "
+                    f"resume: the run has {state.snapshot_slots} snapshot slots, "
                     f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value"
                 )
             for problem in problems:
@@ -213,13 +243,26 @@ def env_steps_of(result: dict) -> int:
     return int(steps)
 
 
-def take_snapshot(algo, pool, iteration: int) -> str:
-    """Freeze main's current weights into the next slot, on the learners and every EnvRunner, and rematch."""
+def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator, evaluation) -> str:
+    """Freeze main's current weights into the league: a policy file, a member, a slot on every EnvRunner."""
     from policies.league.pool import MAIN, snapshot_id
 
-    slot = pool.next_slot()
-    module_id = snapshot_id(slot)
     weights = algo.learner_group.get_weights([MAIN])[MAIN]
+    panel = panel_of(evaluation) if evaluation and evaluation["iteration"] == state.iteration else None
+    member, evicted = league.add_snapshot(state.iteration, state.env_steps,
+                                          lambda folder: evaluator.write_policy(algo, folder), panel)
+    module_id = snapshot_id(member.slot)
+    push_weights(algo, module_id, weights)
+    pool.fill(member.slot, state.iteration)
+    state.last_snapshot = state.iteration
+    if evicted is not None:
+        print(f"league: {member.name} takes {module_id}, evicting {evicted.name} "
+              f"(lowest rated, ordinal {evicted.ordinal:.1f})", flush=True)
+    return module_id
+
+
+def push_weights(algo, module_id: str, weights) -> None:
+    """`weights` into module `module_id` on the learners and on every EnvRunner, now."""
     algo.learner_group.set_weights({module_id: weights})
 
     def load(runner, _weights=weights, _id=module_id):
@@ -227,9 +270,6 @@ def take_snapshot(algo, pool, iteration: int) -> str:
 
     # EnvRunners skip weights whose sequence number is not new, so the push is explicit.
     algo.env_runner_group.foreach_env_runner(load, local_env_runner=True)
-    pool.record(slot, iteration)
-    install_matchmaker(algo, pool.matchmaker())
-    return module_id
 
 
 def install_matchmaker(algo, matchmaker) -> None:
@@ -277,6 +317,26 @@ class PanelEvaluator:
         return {"iteration": iteration, "final": final, "seconds": round(time.perf_counter() - start, 2),
                 "results": [r.to_dict() for r in results]}
 
+    def main_player(self):
+        """Greedy main as last loaded (by `run`), under the league's name for it."""
+        from policies.league.evaluation import learned_player
+        from policies.league.league import MAIN_MEMBER
+
+        return learned_player(self.module, MAIN_MEMBER)
+
+    def panel(self, player) -> dict[str, Any]:
+        """Any player against the panel, as a league member's panel record."""
+        from policies.league.evaluation import evaluate_panel
+
+        results = evaluate_panel(player, self.cfg.eval.panel, self.rules, self.cfg.eval.games, self.cfg.eval.seed)
+        return panel_of({"results": [r.to_dict() for r in results]})
+
+    def weights_of(self, policy_folder: Path):
+        """A saved policy's weights in the form `RLModule.set_state` takes."""
+        from policies.checkpoints import load_policy
+
+        return load_policy(policy_folder).get_state()
+
     def write_policy(self, algo, dest: Path) -> None:
         from policies.checkpoints import write_policy
 
@@ -284,9 +344,15 @@ class PanelEvaluator:
         write_policy(dest, self.kind, self.model_config, self.module.state_dict())
 
 
+def panel_of(evaluation: dict) -> dict[str, Any]:
+    """An evaluation as a league member's panel record: opponent -> win rate, interval, games."""
+    return {r["opponent"]: {"win_rate": r["win_rate"], "ci95": list(r["ci95"]), "games": r["games"]}
+            for r in evaluation["results"]}
+
+
 # ---------------------------------------------------------------- 6. log
 def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluation,
-                 steps_per_s: float) -> dict[str, Any]:
+                 steps_per_s: float, league=None, league_round=None) -> dict[str, Any]:
     from policies.league.pool import MAIN
 
     learner = result.get("learners", {}).get(MAIN, {})
@@ -309,6 +375,12 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
     if evaluation:
         for r in evaluation["results"]:
             row[f"eval/win_rate_vs_{r['opponent']}"] = r["win_rate"]
+    if league_round is not None:
+        rank, members, main = league.main_standing()
+        row["league/main_rank"], row["league/members"] = rank, members
+        row["league/main_mu"], row["league/main_sigma"] = main.mu, main.sigma
+        if league_round.main_vs_league is not None:
+            row["league/main_ahead"] = league_round.main_vs_league
     return row
 
 
@@ -334,6 +406,8 @@ def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
     line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>10,} | {fmt(row['env_steps_per_s'], ',.0f')} "
             f"steps/s | {row['minutes']:6.1f} min | loss {fmt(row['loss'], '.4f')} | {explore} | "
             f"pool {row['pool']}")
+    if "league/main_rank" in row:
+        line += f" | league {row['league/main_rank']}/{row['league/members']}"
     if evaluations:
         last = evaluations[-1]
         parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
@@ -362,12 +436,17 @@ class WandbLogger:
         )
         self.log_checkpoint = cfg.wandb.log_checkpoint
 
-    def log(self, result: dict, row: dict[str, Any]) -> None:
+    def log(self, result: dict, row: dict[str, Any], league=None) -> None:
+        """One iteration's metrics; with `league` (a rating round was played) its ranking table too."""
         if self.run is None:
             return
         metrics = {f"rllib/{k}": v for k, v in flatten(result).items()}
         metrics.update({f"progress/{k}": v for k, v in row.items() if v is not None and "/" not in k})
         metrics.update({k: v for k, v in row.items() if "/" in k and v is not None})
+        if league is not None:
+            from policies.league.leaderboard import ranking_table
+
+            metrics["league/ranking"] = ranking_table(league.store)
         self.run.log(metrics, step=row["iteration"])
 
     def finish(self, final: dict | None = None, policy: Path | None = None) -> None:
@@ -409,7 +488,8 @@ def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluato
     return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
 
 
-def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path, final: dict | None) -> str:
+def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path, final: dict | None,
+                  league) -> str:
     from launch import build
     from policies.league.evaluation import evaluate_command
 
@@ -421,7 +501,10 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
         f"checkpoint: {checkpoint}",
         f"policy:     {policy}   (play it as ckpt:{policy})",
         f"resume:     python launch/train.py resume={run.path}",
+        f"league:     {league.store.path}   (python launch/leaderboard.py league={run.path})",
     ]
+    rank, members, main = league.main_standing()
+    lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f}, sigma {main.sigma:.1f})")
     commands = []
     if final:
         for r in final["results"]:

@@ -86,6 +86,7 @@ from ludo_env.engine.batch import reset_batch, step_batch
 from ludo_env.engine.jit import kernel
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, PLY_MAX, STATE_DTYPE, STATE_LEN, compile_rules
 from ludo_env.rules import MAX_TOKENS, Rules
+from policies.league.ratings import ordinal
 from policies.players import BotPlayer, Player, PlayerError, check_choices, make_player
 
 BOT_SEED_SALT = 0xB07_5EED_B07_5EED  # bots' streams differ from every small dice seed
@@ -131,18 +132,10 @@ def entry_labels(specs: Sequence[str]) -> list[str]:
 
 def rate_entries(places: np.ndarray, labels: Sequence[str]) -> list[tuple[float, float]]:
     """(mu, sigma) per entry after openskill Plackett-Luce updates, one per row of `places` in order."""
-    from openskill.models import PlackettLuce
+    from policies.league.ratings import rate_games, start_rating
 
-    model = PlackettLuce()
-    ratings = [model.rating(name=label) for label in labels]
-    for ranks in places.tolist():
-        ratings = [team[0] for team in model.rate([[r] for r in ratings], ranks=ranks)]
-    return [(float(r.mu), float(r.sigma)) for r in ratings]
-
-
-def ordinal(mu: float, sigma: float) -> float:
-    """openskill's conservative rating, mu - 3 sigma (its default `ordinal`)."""
-    return mu - 3.0 * sigma
+    ratings = rate_games((labels, ranks) for ranks in places.tolist())
+    return [ratings.get(label, start_rating()) for label in labels]
 
 
 # -------------------------------------------------------------------- result

@@ -12,22 +12,20 @@ Module ids (one RLModule each, all built when the algorithm is built):
 
 Each episode's seats are drawn by the `Matchmaker`: one seat (chosen at
 random) is always ``main``, so every episode trains it; every other seat is
-``main`` with weight ``main``, a snapshot with weight ``snapshots`` (uniform
-over the filled slots; the weight goes to ``main`` while none is filled) or a
-bot with weight ``bots`` (uniform over the bots). The draw is a pure function
-of the episode id, so all seats of an episode agree wherever they are asked.
-
-The league issue extends this: rating-weighted choices replace the uniform
-ones inside `Matchmaker.opponent_weights`, and a store decides which
-snapshots occupy the slots.
+``main`` with weight ``main``, a snapshot with weight ``snapshots`` (the
+weight goes to ``main`` while no slot is filled) or a bot with weight
+``bots``. Within snapshots and within bots the choice follows the
+``*_priorities`` (uniform when none are given); `policies.league.league`
+sets them by prioritized fictitious self-play and decides which snapshot
+occupies which slot. The draw is a pure function of the episode id, so all
+seats of an episode agree wherever they are asked.
 """
 from __future__ import annotations
 
-import dataclasses
 import random
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MAIN = "main"
 SNAPSHOT_PREFIX = "snapshot_"
@@ -66,20 +64,28 @@ class Matchmaker:
     snapshot_weight: float = 0.3
     bot_weight: float = 0.2
     seed: int = 0
+    snapshot_priorities: tuple[float, ...] = ()
+    """Relative chance of each snapshot within the snapshot share (empty: uniform)."""
+    bot_priorities: tuple[float, ...] = ()
+    """Relative chance of each bot within the bot share (empty: uniform)."""
+
+    def __post_init__(self):
+        for modules, priorities, what in ((self.snapshots, self.snapshot_priorities, "snapshot"),
+                                          (self.bots, self.bot_priorities, "bot")):
+            if priorities and (len(priorities) != len(modules) or min(priorities) < 0):
+                raise ValueError(f"{what}_priorities must give one weight >= 0 per {what}: got {priorities}")
 
     def opponent_weights(self) -> dict[str, float]:
         """Chance that a non-learner seat is played by each module."""
         weights: dict[str, float] = {MAIN: self.main_weight}
-        snap = self.snapshot_weight if self.snapshots else 0.0
-        if not self.snapshots:
-            weights[MAIN] += self.snapshot_weight
-        bots = self.bot_weight if self.bots else 0.0
-        if not self.bots:
-            weights[MAIN] += self.bot_weight
-        for module in self.snapshots:
-            weights[module] = snap / len(self.snapshots)
-        for module in self.bots:
-            weights[module] = bots / len(self.bots)
+        for modules, priorities, share in ((self.snapshots, self.snapshot_priorities, self.snapshot_weight),
+                                           (self.bots, self.bot_priorities, self.bot_weight)):
+            priorities = priorities if sum(priorities) > 0 else (1.0,) * len(modules)
+            if not modules:
+                weights[MAIN] += share  # nobody to play the share yet: main plays it
+                continue
+            for module, priority in zip(modules, priorities):
+                weights[module] = share * priority / sum(priorities)
         total = sum(weights.values())
         return {m: w / total for m, w in weights.items()}
 
@@ -98,38 +104,15 @@ class Matchmaker:
         return self.matchup(str(episode.id_)).modules[seat]
 
 
-@dataclass
-class PoolState:
-    """What a checkpoint must remember about the pool: which iteration each slot holds."""
-
-    slot_iterations: list[int | None] = field(default_factory=list)
-    """Per slot, the training iteration its snapshot was taken at (None: empty)."""
-    snapshots_taken: int = 0
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "PoolState":
-        return cls(**data)
-
-
 class SnapshotPool:
-    """Driver-side bookkeeping of the slots; it writes weights into them and tells the EnvRunners."""
+    """The RLlib side of the league: the module ids that exist for the whole run, and which slots are filled."""
 
-    def __init__(self, players: int, slots: int, bots: Sequence[str], *, main_weight: float,
-                 snapshot_weight: float, bot_weight: float, seed: int, state: PoolState | None = None):
+    def __init__(self, players: int, slots: int, bots: Sequence[str]):
         self.players = players
         self.slots = slots
         self.bot_modules = tuple(bot_module_id(b) for b in bots)
-        self.weights = (main_weight, snapshot_weight, bot_weight)
-        self.seed = seed
-        self.state = state or PoolState(slot_iterations=[None] * slots)
-        if len(self.state.slot_iterations) != slots:
-            raise ValueError(
-                f"the run was saved with {len(self.state.slot_iterations)} snapshot slots, "
-                f"league.max_snapshots is {slots}: resume with the same value"
-            )
+        self.filled_slots: dict[int, int] = {}
+        """Filled slot -> the training iteration its snapshot was taken at."""
 
     @property
     def module_ids(self) -> list[str]:
@@ -139,23 +122,12 @@ class SnapshotPool:
     @property
     def filled(self) -> list[str]:
         """Filled slots, oldest snapshot first."""
-        order = sorted((it, s) for s, it in enumerate(self.state.slot_iterations) if it is not None)
-        return [snapshot_id(s) for _, s in order]
+        return [snapshot_id(s) for s, _ in sorted(self.filled_slots.items(), key=lambda item: (item[1], item[0]))]
 
     def __len__(self) -> int:
-        return len(self.filled)
+        return len(self.filled_slots)
 
-    def matchmaker(self) -> Matchmaker:
-        main, snap, bots = self.weights
-        return Matchmaker(self.players, tuple(self.filled), self.bot_modules, main, snap, bots, self.seed)
-
-    def next_slot(self) -> int:
-        """An empty slot, or else the one holding the oldest snapshot."""
-        for slot, it in enumerate(self.state.slot_iterations):
-            if it is None:
-                return slot
-        return min(range(self.slots), key=lambda s: self.state.slot_iterations[s])
-
-    def record(self, slot: int, iteration: int) -> None:
-        self.state.slot_iterations[slot] = iteration
-        self.state.snapshots_taken += 1
+    def fill(self, slot: int, iteration: int) -> None:
+        if not 0 <= slot < self.slots:
+            raise ValueError(f"snapshot slot {slot} does not exist: the run has {self.slots} (league.max_snapshots)")
+        self.filled_slots[slot] = iteration

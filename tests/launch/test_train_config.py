@@ -129,15 +129,26 @@ def test_weights_of_missing_snapshots_and_bots_go_to_main():
     assert weights == pytest.approx({MAIN: 0.7, "snapshot_0": 0.3})
 
 
-def test_snapshot_slots_fill_then_replace_the_oldest():
-    pool = SnapshotPool(4, 2, ["random"], main_weight=0.5, snapshot_weight=0.3, bot_weight=0.2, seed=0)
+def test_matchmaker_shares_the_snapshot_and_bot_weights_by_priority():
+    mm = Matchmaker(4, ("snapshot_0", "snapshot_1"), ("bot_random", "bot_hybrid"), 0.5, 0.3, 0.2,
+                    snapshot_priorities=(1.0, 3.0), bot_priorities=(0.0, 2.0))
+    assert mm.opponent_weights() == pytest.approx(
+        {MAIN: 0.5, "snapshot_0": 0.075, "snapshot_1": 0.225, "bot_random": 0.0, "bot_hybrid": 0.2})
+    # All-zero priorities (main beats everyone) fall back to uniform rather than to nobody.
+    flat = Matchmaker(4, ("snapshot_0", "snapshot_1"), (), 0.5, 0.5, 0.0, snapshot_priorities=(0.0, 0.0))
+    assert flat.opponent_weights() == pytest.approx({MAIN: 0.5, "snapshot_0": 0.25, "snapshot_1": 0.25})
+    with pytest.raises(ValueError, match="one weight >= 0 per snapshot"):
+        Matchmaker(4, ("snapshot_0",), (), snapshot_priorities=(1.0, 2.0))
+
+
+def test_snapshot_pool_knows_its_modules_and_orders_filled_slots_by_age():
+    pool = SnapshotPool(4, 2, ["random"])
     assert pool.module_ids == ["snapshot_0", "snapshot_1", "bot_random"] and len(pool) == 0
-    for iteration in (10, 20, 30, 40, 50):
-        pool.record(pool.next_slot(), iteration)
-    assert pool.state.slot_iterations == [50, 40] and pool.filled == ["snapshot_1", "snapshot_0"]
-    assert pool.matchmaker().snapshots == ("snapshot_1", "snapshot_0")
+    pool.fill(1, 30)
+    pool.fill(0, 40)
+    assert pool.filled == ["snapshot_1", "snapshot_0"] and len(pool) == 2
     with pytest.raises(ValueError, match="max_snapshots"):
-        SnapshotPool(4, 3, [], main_weight=1, snapshot_weight=0, bot_weight=0, seed=0, state=pool.state)
+        pool.fill(2, 50)
 
 
 # ---------------------------------------------------------------- the run folder

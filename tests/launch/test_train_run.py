@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from policies.league.store import LeagueStore
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -84,6 +86,9 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
     saved = sorted(p.name for p in (run_dir / "checkpoints").glob("iter_*"))
     last = int(saved[-1].rpartition("_")[2])
     state_at_kill = json.loads((run_dir / "checkpoints" / saved[-1] / "run_state.json").read_text())
+    with LeagueStore.open(run_dir, create=False) as store:  # a kill -9 leaves a database that opens
+        snapshots_at_kill = {m.name for m in store.members(kinds=["snapshot"])}
+    assert len(snapshots_at_kill) >= last
 
     proc = train(run_dir, f"resume={run_dir}")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -94,9 +99,16 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
     assert len(before) - last <= 1
     assert after[0]["env_steps"] > state_at_kill["env_steps"]
     final_state = json.loads((run_dir / "checkpoints" / "iter_000005" / "run_state.json").read_text())
-    assert final_state["iteration"] == 5
-    assert final_state["pool"]["snapshots_taken"] == 5  # one per iteration, none lost or repeated
-    assert sorted(final_state["pool"]["slot_iterations"]) == [4, 5]
+    assert final_state["iteration"] == 5 and final_state["last_snapshot"] == 5
+    # The league keeps every committed snapshot, including any frozen after the checkpoint the run
+    # resumed from (a redone iteration adds a second one, main@3.2); the two newest hold the slots.
+    with LeagueStore.open(run_dir, create=False) as store:
+        snapshots = store.members(kinds=["snapshot"])
+        assert {m.iteration for m in snapshots} == {1, 2, 3, 4, 5}
+        assert snapshots_at_kill <= {m.name for m in snapshots}
+        active = [m for m in snapshots if m.active]
+        assert sorted(m.iteration for m in active) == [4, 5] and {m.slot for m in active} == {0, 1}
+        assert all(m.evicted_at is not None for m in snapshots if not m.active)
 
     # A damaged newest checkpoint: resume falls back to the one before, and says so.
     (run_dir / "checkpoints" / "iter_000005" / "run_state.json").write_text("{not json")

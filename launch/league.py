@@ -1,0 +1,165 @@
+"""One league across runs: bring in agents, play rated round robins, print the standings.
+
+    python launch/league.py add outputs/train/<dqn run> outputs/train/<ppo run> [league=<db>] [name=<name>]
+    python launch/league.py play games=2000 [league=<db>] [variant=classic] [players=4] [seed=0]
+    python launch/league.py show [league=<db>]
+    python launch/leaderboard.py league=<db>          # the dashboard of the same database
+
+``league`` is a league database (`policies.league.store`) or a folder that
+holds one as ``league.db`` (a training run's folder works: its snapshots are
+already members); default ``outputs/league/league.db``, created on first use.
+
+``add`` takes training run folders (their newest checkpoint's policy), their
+checkpoints, policy folders, or the same prefixed with ``ckpt:``. Each joins
+as an *external* member named after its run and iteration (``name=`` for a
+single source), and is evaluated against 3 ``random`` and 3 ``hybrid``
+(``panel_games`` games each) for the table. Adding the same policy twice is
+a no-op.
+
+``play`` adds every seed bot (``bots=`` to choose) and plays a rated round
+among the league's active members: every set of ``players`` members (a round
+robin) when ``games`` allows each set a game per seat, else as many
+distinct sets as fit, drawn with ``seed``. Seats rotate within each set.
+Every game and the new openskill ratings are stored in one transaction,
+then the standings are printed.
+
+Errors a user can fix (a path with no policy, an unknown option or bot, too
+few members) print one line and exit with status 2.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from launch.cli import UserError, fail, one_line  # noqa: E402
+
+DEFAULT_LEAGUE = Path("outputs/league/league.db")
+COMMANDS = {
+    "add": {"league", "name", "panel_games", "variant", "players", "seed"},
+    "play": {"league", "games", "variant", "players", "seed", "bots"},
+    "show": {"league"},
+}
+USAGE = "usage: python launch/league.py {add <run or ckpt:path> ...|play games=N|show} [league=<db>] [key=value ...]"
+
+
+def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
+    if not argv or argv[0] not in COMMANDS:
+        raise UserError(f"choose a command: add, play or show ({USAGE})")
+    command, sources, options = argv[0], [], {}
+    for arg in argv[1:]:
+        key, eq, value = arg.partition("=")
+        if eq and not key.startswith("ckpt:") and "/" not in key:
+            if key not in COMMANDS[command]:
+                raise UserError(f"unknown option {key!r} for {command}: allowed {', '.join(sorted(COMMANDS[command]))}")
+            options[key] = value
+        else:
+            sources.append(arg)
+    if command == "add" and not sources:
+        raise UserError("add needs at least one run folder, checkpoint or policy (ckpt:<path>)")
+    if command != "add" and sources:
+        raise UserError(f"{command} takes only key=value options, not {sources[0]!r}")
+    return command, sources, options
+
+
+def integer(options: dict[str, str], key: str, default: int, low: int = 0) -> int:
+    try:
+        value = int(options.get(key, default))
+    except ValueError:
+        raise UserError(f"{key}={options[key]!r} is not allowed: give an integer >= {low}") from None
+    if value < low:
+        raise UserError(f"{key}={value} is not allowed: give an integer >= {low}")
+    return value
+
+
+def open_league(options: dict[str, str], command: str):
+    from policies.league.league import League, LeagueSettings
+    from policies.league.store import LeagueStore
+    from policies.players import bot_names
+
+    path = Path(options.get("league", DEFAULT_LEAGUE))
+    store = LeagueStore.open(path, create=command != "show")
+    players = integer(options, "players", 4, low=2)
+    if players > 4:
+        raise UserError(f"players={players} is not allowed: give 2, 3 or 4")
+    bots = tuple(b.strip() for b in options.get("bots", ",".join(bot_names())).strip("[]").split(",") if b.strip())
+    unknown = [b for b in bots if b not in bot_names()]
+    if unknown:
+        raise UserError(f"bots: unknown bot {unknown[0]!r}: choose from {', '.join(bot_names())}")
+    rated = bots if command == "play" else ()
+    settings = LeagueSettings(players=players, max_snapshots=0, training_bots=(), rated_bots=rated, with_main=False)
+    return League(store, settings, options.get("variant", "classic"))
+
+
+def rules_of(options: dict[str, str], players: int):
+    from ludo_env.rules import Rules
+
+    return Rules.load(options.get("variant", "classic"), players=players)
+
+
+def panel_player(league, rules, games: int, seed: int):
+    from policies.league.evaluation import evaluate_panel
+
+    def panel(member) -> dict:
+        results = evaluate_panel(league.player(member), ("random", "hybrid"), rules, games, seed)
+        return {r.opponent: {"win_rate": r.win_rate, "ci95": list(r.ci95), "games": r.games} for r in results}
+
+    return panel
+
+
+def standings(league) -> str:
+    members = sorted(league.store.members(), key=lambda m: -m.ordinal)
+    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'mu':>6} {'sigma':>6} {'ordinal':>8}  vs 3 random"]
+    for i, m in enumerate(members, 1):
+        random_record = (m.panel or {}).get("random")
+        vs_random = f"{100 * random_record['win_rate']:.1f}%" if random_record else "-"
+        status = "" if m.active else "  (evicted)"
+        lines.append(f"{i:>3}  {m.name:<32} {m.kind:<9} {m.mu:6.2f} {m.sigma:6.2f} {m.ordinal:8.2f}  "
+                     f"{vs_random}{status}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    command, sources, options = parse(argv)
+    from policies.checkpoints import PolicyFileError
+    from policies.league.store import LeagueStoreError
+
+    try:
+        league = open_league(options, command)
+        players = league.settings.players
+        rules = rules_of(options, players)
+        seed = integer(options, "seed", 0)
+        if command == "add":
+            if "name" in options and len(sources) > 1:
+                raise UserError("name= names a single source: add one at a time to name each")
+            for source in sources:
+                member = league.add_external(source, options.get("name"))
+                print(f"added {member.name} ({member.spec})")
+            league.fill_panels(panel_player(league, rules, integer(options, "panel_games", 1000, low=1), seed))
+        elif command == "play":
+            from policies.league.league import round_robin
+
+            league.fill_panels(panel_player(league, rules, 1000, seed))
+            members = [m for m in league.store.members(active_only=True) if m.kind != "main"]
+            lineups, per_lineup = round_robin([m.id for m in members], players,
+                                              integer(options, "games", 2000, low=1), seed)
+            print(f"{len(members)} members, {len(lineups)} line-ups x {per_lineup} games", file=sys.stderr)
+            from tqdm import tqdm
+
+            with tqdm(total=len(lineups), unit="line-up", desc="round robin") as bar:
+                result = league.rating_round(rules, seed, label="round robin", lineups=lineups,
+                                             games_per_lineup=per_lineup, progress=lambda done, total: bar.update())
+            print(f"round {result.round_id}: {result.games} rated games", file=sys.stderr)
+        print(standings(league))
+    except (LeagueStoreError, PolicyFileError, ValueError) as err:
+        raise UserError(one_line(err)) from None
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

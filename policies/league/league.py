@@ -1,0 +1,344 @@
+"""The league: who is in it, when main is frozen, who gets evicted, whom main meets, and rating rounds.
+
+A `League` is the driver-side owner of a `LeagueStore` (``<run>/league.db``)
+during training; `launch/league.py` uses the same rounds across runs.
+
+Members
+    ``main`` (the learner, rated as it changes), its frozen snapshots
+    (``main@<iteration>``, weights in ``<db folder>/league/<name>/`` as a
+    `policies.checkpoints` policy), the seed bots (fixed, always active) and
+    external agents (``ckpt:`` policies from other runs).
+
+Snapshot rule (`LeagueSettings`)
+    Freeze main every ``snapshot_every`` iterations, or earlier when main's
+    mean chance to finish ahead of the league's other members in the last
+    rating round reaches ``snapshot_win_rate`` (None: off). At most
+    ``max_snapshots`` snapshots are active, one per RLlib module slot; a new
+    snapshot beyond that evicts the active snapshot with the lowest
+    conservative rating (mu - 3 sigma), which keeps its records.
+
+Matchmaking (`matchmaker`, a `policies.league.pool.Matchmaker`)
+    One seat is always main. Every other seat is main (``main_weight``: pure
+    self-play), a seed bot of ``training_bots`` (``bot_weight``) or an active
+    snapshot (``snapshot_weight``). Within snapshots and within bots, an
+    opponent is drawn with weight ``f(x)`` (prioritized fictitious self-play,
+    `policies.league.ratings.PFSP_WEIGHTINGS`, named by ``pfsp``), where x is
+    main's chance to finish ahead of it over the last ``pfsp_rounds`` rounds:
+    opponents that beat main more often are drawn more often.
+
+Rating rounds (`rating_round`)
+    ``lineups`` line-ups of distinct members, half of them with main, the rest
+    drawn from all active members, each playing ``games_per_lineup`` games in
+    the fast evaluator (`policies.tournament.play_tournament`: seats rotate,
+    dice from the round's seed) with every member greedy. Each finished game
+    is stored with its full finishing order, and openskill's Plackett-Luce
+    model updates every member's rating game by game; the ratings after the
+    round go to the rating history. Everything a round writes commits in one
+    transaction.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policies.league.pool import Matchmaker, bot_module_id, snapshot_id
+from policies.league.ratings import ahead_rate, head_to_head, pfsp_weight, rate_games
+from policies.league.store import LeagueStore, Member
+
+MAIN_MEMBER = "main"
+SNAPSHOT_DIR = "league"
+
+
+@dataclass(frozen=True)
+class LeagueSettings:
+    players: int
+    max_snapshots: int = 8
+    snapshot_every: int = 10
+    snapshot_win_rate: float | None = None
+    training_bots: tuple[str, ...] = ("random", "hybrid")
+    rated_bots: tuple[str, ...] = ()
+    main_weight: float = 0.5
+    snapshot_weight: float = 0.3
+    bot_weight: float = 0.2
+    pfsp: str = "squared"
+    pfsp_rounds: int = 3
+    lineups: int = 8
+    games_per_lineup: int = 40
+    external: tuple[str, ...] = ()
+    with_main: bool = True
+    """A training league has the learner as member ``main``; a cross-run league does not."""
+
+
+@dataclass
+class RoundResult:
+    round_id: int
+    games: int
+    ratings: dict[str, tuple[float, float]]
+    main_ahead: dict[str, float] = field(default_factory=dict)
+    """Main's chance to finish ahead of each member it met this round."""
+
+    @property
+    def main_vs_league(self) -> float | None:
+        return sum(self.main_ahead.values()) / len(self.main_ahead) if self.main_ahead else None
+
+
+class League:
+    def __init__(self, store: LeagueStore, settings: LeagueSettings, variant: str):
+        self.store = store
+        self.settings = settings
+        self.variant = variant
+        self._players: dict[str, Any] = {}
+        self._last_round: RoundResult | None = None
+        pfsp_weight(settings.pfsp)  # an unknown weighting fails here, at start-up
+        with store.transaction():
+            if settings.with_main:
+                store.ensure_member(MAIN_MEMBER, "main", "main")
+            for bot in dict.fromkeys((*settings.rated_bots, *settings.training_bots)):
+                store.ensure_member(bot, "bot", bot)
+            for spec in settings.external:
+                self.add_external(spec)
+
+    # ------------------------------------------------------------------ members
+    @property
+    def folder(self) -> Path:
+        return self.store.path.parent
+
+    def add_external(self, spec: str, name: str | None = None) -> Member:
+        """An agent from elsewhere (``ckpt:<run, checkpoint or policy folder>``), by a name derived from its path."""
+        from policies.checkpoints import find_policy
+
+        if not spec.startswith("ckpt:"):
+            spec = f"ckpt:{spec}"
+        policy = find_policy(spec[len("ckpt:"):]).resolve()
+        for member in self.store.members(kinds=["external"]):
+            if member.spec == f"ckpt:{policy}":
+                return member
+        name = name or external_name(policy)
+        taken = {m.name for m in self.store.members()}
+        base, k = name, 2
+        while name in taken:
+            name, k = f"{base}#{k}", k + 1
+        return self.store.add_member(name, "external", f"ckpt:{policy}")
+
+    def fill_panels(self, panel_of) -> None:
+        """Give every active bot and external member without one its panel record, ``panel_of(member)``."""
+        for member in self.store.members(active_only=True, kinds=["bot", "external"]):
+            if member.panel is None:
+                self.store.update_member(member.id, panel=panel_of(member))
+
+    def set_main_panel(self, panel: Mapping[str, Any], iteration: int, env_steps: int) -> None:
+        main = self.store.member(MAIN_MEMBER)
+        self.store.update_member(main.id, panel=dict(panel), iteration=iteration, env_steps=env_steps)
+
+    def main_standing(self) -> tuple[int, int, Member]:
+        """Main's place among the active members by conservative rating, their count, and main."""
+        members = sorted(self.store.members(active_only=True), key=lambda m: -m.ordinal)
+        place = next(i for i, m in enumerate(members, 1) if m.name == MAIN_MEMBER)
+        return place, len(members), members[place - 1]
+
+    def active_snapshots(self) -> list[Member]:
+        return self.store.members(active_only=True, kinds=["snapshot"])
+
+    def slot_members(self) -> dict[int, Member]:
+        """The active snapshot in each filled RLlib slot."""
+        return {m.slot: m for m in self.active_snapshots() if m.slot is not None}
+
+    def snapshot_due(self, iteration: int, last_snapshot_iteration: int | None) -> bool:
+        settings = self.settings
+        if not settings.max_snapshots:
+            return False
+        if settings.snapshot_every and iteration % settings.snapshot_every == 0:
+            return True
+        last = self._last_round
+        return (settings.snapshot_win_rate is not None and last is not None
+                and last.main_vs_league is not None and last.main_vs_league >= settings.snapshot_win_rate
+                and last_snapshot_iteration != iteration)
+
+    def add_snapshot(self, iteration: int, env_steps: int, write_weights,
+                     panel: Mapping[str, Any] | None = None) -> tuple[Member, Member | None]:
+        """Freeze main: `write_weights(folder)` writes its policy; returns the new member and the one evicted."""
+        name = self._free_name(f"main@{iteration}")
+        folder = Path(SNAPSHOT_DIR) / safe_folder_name(name)
+        write_weights(self.folder / folder)  # files first: a committed member always has its weights
+        taken = self.slot_members()
+        evicted = None
+        free = [s for s in range(self.settings.max_snapshots) if s not in taken]
+        main = self.store.member(MAIN_MEMBER)
+        with self.store.transaction():
+            if free:
+                slot = free[0]
+            else:
+                evicted = min(taken.values(), key=lambda m: (m.ordinal, m.iteration or 0))
+                slot = evicted.slot
+                self.store.evict(evicted.id)
+            # A snapshot is main at this moment: it starts from main's rating.
+            member = self.store.add_member(name, "snapshot", f"ckpt:{folder.as_posix()}", iteration=iteration,
+                                           env_steps=env_steps, mu=main.mu, sigma=main.sigma,
+                                           panel=dict(panel) if panel else None, slot=slot)
+        return member, evicted
+
+    def _free_name(self, name: str) -> str:
+        # A resumed run can reach the same iteration again: keep both snapshots.
+        taken = {m.name for m in self.store.members()}
+        base, k = name, 2
+        while name in taken:
+            name, k = f"{base}.{k}", k + 1
+        return name
+
+    def policy_folder(self, member: Member) -> Path | None:
+        """Where a learned member's weights are (relative specs are relative to the database's folder)."""
+        if not member.spec.startswith("ckpt:"):
+            return None
+        path = Path(member.spec[len("ckpt:"):])
+        return path if path.is_absolute() else self.folder / path
+
+    # ------------------------------------------------------------------ matchmaking
+    def matchmaker(self, seed: int, rounds_back: int | None = None) -> Matchmaker:
+        settings = self.settings
+        slots = self.slot_members()
+        main = self.store.member(MAIN_MEMBER)
+        records = self._recent_records(settings.pfsp_rounds if rounds_back is None else rounds_back)
+        weigh = pfsp_weight(settings.pfsp)
+
+        def priority(member: Member) -> float:
+            return weigh(ahead_rate(records.get((main.id, member.id))))
+
+        ordered = sorted(slots.items(), key=lambda item: (item[1].iteration or 0, item[1].id))
+        bots = [self.store.member(b) for b in settings.training_bots]
+        return Matchmaker(
+            settings.players,
+            snapshots=tuple(snapshot_id(slot) for slot, _ in ordered),
+            bots=tuple(bot_module_id(b.name) for b in bots),
+            main_weight=settings.main_weight, snapshot_weight=settings.snapshot_weight,
+            bot_weight=settings.bot_weight, seed=seed,
+            snapshot_priorities=tuple(priority(m) for _, m in ordered),
+            bot_priorities=tuple(priority(b) for b in bots),
+        )
+
+    def _recent_records(self, rounds_back: int) -> dict[tuple[int, int], tuple[int, int]]:
+        rounds = self.store.rounds()
+        if not rounds:
+            return {}
+        first = rounds[max(0, len(rounds) - rounds_back)]["id"]
+        return head_to_head((m.seats, m.places) for m in self.store.matches(since_round=first))
+
+    # ------------------------------------------------------------------ rating rounds
+    def player(self, member: Member, main_player=None):
+        """The member as a `policies.players.Player` named after it (learned members are cached)."""
+        from policies.players import CheckpointPlayer, make_player
+
+        if member.kind == "main":
+            if main_player is None:
+                raise ValueError("a round with main needs main's current player")
+            return main_player
+        if member.kind == "bot":
+            return make_player(member.spec)
+        if member.name not in self._players:
+            from policies.modules import load_checkpoint_player
+
+            self._players[member.name] = CheckpointPlayer(member.name,
+                                                          load_checkpoint_player(self.policy_folder(member)))
+        return self._players[member.name]
+
+    def rating_round(self, rules, seed: int, *, main_player=None, iteration: int | None = None,
+                     env_steps: int | None = None, label: str = "training",
+                     lineups: Sequence[tuple[int, ...]] | None = None, games_per_lineup: int | None = None,
+                     progress=None) -> RoundResult:
+        """Play, record and rate one round (module docstring); main takes part when `main_player` is given.
+
+        `lineups` (member ids) replaces the settings' random line-ups, e.g. with a
+        round robin (`round_robin`); `progress(done, total)` is told after each one.
+        """
+        members = [m for m in self.store.members(active_only=True)
+                   if m.kind != "main" or main_player is not None]
+        by_id = {m.id: m for m in members}
+        main = self.store.member(MAIN_MEMBER) if main_player is not None else None
+        if lineups is None:
+            lineups = schedule([m.id for m in members], self.settings.players, self.settings.lineups, seed,
+                               focus=main.id if main else None)
+        games = []
+        for k, lineup in enumerate(lineups):
+            players = [self.player(by_id[i], main_player) for i in lineup]
+            games.extend(play_lineup(players, lineup, rules, games_per_lineup or self.settings.games_per_lineup,
+                                     seed + k))
+            if progress is not None:
+                progress(k + 1, len(lineups))
+        ratings = rate_games(games, {m.id: (m.mu, m.sigma) for m in members})
+        with self.store.transaction():
+            round_id = self.store.add_round(label, self.variant, iteration, env_steps)
+            self.store.add_matches(round_id, self.variant, games)
+            self.store.set_ratings(round_id, ratings, iteration)
+        result = RoundResult(round_id, len(games), {by_id[i].name: r for i, r in ratings.items()})
+        if main is not None:
+            records = head_to_head(games)
+            result.main_ahead = {by_id[b].name: ahead_rate(rec, prior_games=0.0)
+                                 for (a, b), rec in records.items() if a == main.id and rec[1]}
+        self._last_round = result
+        return result
+
+
+def schedule(member_ids: Sequence[int], players: int, lineups: int, seed: int,
+             focus: int | None = None) -> list[tuple[int, ...]]:
+    """`lineups` line-ups of `players` distinct members: with `focus`, every other one includes it."""
+    if len(member_ids) < players:
+        raise ValueError(f"a rating round needs at least {players} members, the league has {len(member_ids)}")
+    rng = random.Random(seed)
+    out = []
+    for k in range(lineups):
+        if focus is not None and k % 2 == 0:
+            others = rng.sample([m for m in member_ids if m != focus], players - 1)
+            out.append((focus, *others))
+        else:
+            out.append(tuple(rng.sample(list(member_ids), players)))
+    return out
+
+
+def round_robin(member_ids: Sequence[int], players: int, games: int, seed: int) -> tuple[list[tuple[int, ...]], int]:
+    """Line-ups for about `games` games: every set of `players` members when there are games enough for each
+    to play once per seat, else as many distinct sets as fit, drawn at random. Returns them and the games
+    per line-up (a multiple of `players`, so seats rotate evenly)."""
+    if len(member_ids) < players:
+        raise ValueError(f"a round needs at least {players} members, the league has {len(member_ids)}")
+    every = list(itertools.combinations(member_ids, players))
+    if len(every) * players <= games:
+        return every, max(players, games // len(every) // players * players)
+    return random.Random(seed).sample(every, max(1, games // players)), players
+
+
+def play_lineup(players: Sequence[Any], member_ids: Sequence[int], rules, games: int,
+                seed: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Finished games of one line-up as (member id per seat, place per seat); seats rotate."""
+    from policies.tournament import play_tournament
+
+    names = [p.name for p in players]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a line-up needs players with distinct names, got {names}")
+    result = play_tournament(list(players), games, rules, seed, rate=False)
+    out = []
+    for g in range(result.games):
+        if not result.finished[g]:
+            continue
+        entries = result.seats[g]  # entry at each seat
+        out.append((tuple(int(member_ids[e]) for e in entries),
+                    tuple(int(result.places[g, e]) for e in entries)))
+    return out
+
+
+def external_name(policy: Path) -> str:
+    """A readable name for a policy folder: its run folder's name (and checkpoint when not the newest)."""
+    parts = policy.parts
+    if "checkpoints" in parts:
+        i = parts.index("checkpoints")
+        if 0 < i and i + 1 < len(parts):
+            checkpoint = parts[i + 1]
+            return f"{parts[i - 1]}@{checkpoint.rpartition('_')[2].lstrip('0') or '0'}"
+    return policy.parent.name if policy.name == "policy" else policy.name
+
+
+def safe_folder_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]", "_", name)

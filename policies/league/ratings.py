@@ -1,0 +1,80 @@
+"""Ratings and pairwise records from finished multiplayer games.
+
+A *game* here is ``(competitors, places)``: one competitor key per seat (a
+member id, an entry label: anything hashable and distinct within the game)
+and the finishing place of each seat, 1 first (ties share a place).
+
+* `rate_games`: openskill's Plackett-Luce model, one update per game in
+  order, from the full finishing order, starting from the ratings given
+  (openskill's default rating for a competitor not in them).
+* `head_to_head`: for each ordered pair (a, b) that met, the games where a
+  finished ahead of b and the games both played; ``a`` beat ``b`` in a
+  4-player game when it placed better, whoever won the game.
+* `PFSP_WEIGHTINGS`: prioritized fictitious self-play (AlphaStar): weight an
+  opponent by f(x), x = the learner's chance to finish ahead of it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+
+Game = tuple[Sequence[Hashable], Sequence[int]]
+
+PFSP_WEIGHTINGS: dict[str, Callable[[float], float]] = {
+    "squared": lambda x: (1.0 - x) ** 2,  # AlphaStar's f_hard: focus on opponents main loses to
+    "linear": lambda x: 1.0 - x,
+    "variance": lambda x: x * (1.0 - x),  # opponents of main's level
+    "uniform": lambda x: 1.0,
+}
+
+
+def start_rating() -> tuple[float, float]:
+    """openskill's (mu, sigma) for a competitor that has not played."""
+    from openskill.models import PlackettLuce
+
+    start = PlackettLuce().rating()
+    return float(start.mu), float(start.sigma)
+
+
+def ordinal(mu: float, sigma: float) -> float:
+    """openskill's conservative rating, mu - 3 sigma (its default `ordinal`)."""
+    return mu - 3.0 * sigma
+
+
+def rate_games(games: Iterable[Game], ratings: Mapping[Hashable, tuple[float, float]] | None = None,
+               ) -> dict[Hashable, tuple[float, float]]:
+    """(mu, sigma) of every competitor in `ratings` or `games` after rating the games in order."""
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    current = {key: model.rating(mu=mu, sigma=sigma) for key, (mu, sigma) in (ratings or {}).items()}
+    for competitors, places in games:
+        teams = [[current.setdefault(key, model.rating())] for key in competitors]
+        for key, team in zip(competitors, model.rate(teams, ranks=list(places))):
+            current[key] = team[0]
+    return {key: (float(r.mu), float(r.sigma)) for key, r in current.items()}
+
+
+def head_to_head(games: Iterable[Game]) -> dict[tuple[Hashable, Hashable], tuple[int, int]]:
+    """``{(a, b): (games a finished ahead of b, games both played)}`` for every ordered pair that met."""
+    ahead: dict[tuple[Hashable, Hashable], int] = defaultdict(int)
+    met: dict[tuple[Hashable, Hashable], int] = defaultdict(int)
+    for competitors, places in games:
+        for i, a in enumerate(competitors):
+            for j, b in enumerate(competitors):
+                if i != j and a != b:
+                    met[a, b] += 1
+                    ahead[a, b] += int(places[i] < places[j])
+    return {pair: (ahead[pair], n) for pair, n in met.items()}
+
+
+def ahead_rate(record: tuple[int, int] | None, prior_games: float = 2.0) -> float:
+    """A pairwise record as a chance, shrunk towards 1/2 by `prior_games` (1/2 when they never met)."""
+    ahead, games = record or (0, 0)
+    return (ahead + prior_games / 2) / (games + prior_games)
+
+
+def pfsp_weight(name: str) -> Callable[[float], float]:
+    if name not in PFSP_WEIGHTINGS:
+        raise ValueError(f"league.pfsp={name!r} is not allowed: choose {', '.join(PFSP_WEIGHTINGS)}")
+    return PFSP_WEIGHTINGS[name]

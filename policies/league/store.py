@@ -1,0 +1,362 @@
+"""The league database: members, rated matches and rating history in one SQLite file.
+
+    store = LeagueStore.open("outputs/train/<run>/league.db")
+    store.add_member("bot:hybrid", kind="bot", spec="hybrid")
+    with store.transaction():
+        round_id = store.add_round(iteration=40, env_steps=320_000, variant="classic", label="training")
+        store.add_matches(round_id, "classic", [((m1, m2, m3, m4), (2, 1, 4, 3)), ...])
+        store.set_ratings(round_id, {m1: (26.1, 7.9), ...}, iteration=40)
+
+Tables (schema version `SCHEMA_VERSION`, kept in ``meta``):
+
+``members``
+    One row per agent that ever joined: ``name`` (unique), ``kind`` (main,
+    snapshot, bot, external), ``spec`` (what `policies.players.make_player`
+    plays: a bot name or ``ckpt:<policy folder>``; snapshot weights are files
+    written by `policies.checkpoints.write_policy` and read with
+    ``weights_only``), the training ``iteration`` and ``env_steps`` it was
+    taken at, its current openskill ``mu`` and ``sigma``, its win rate
+    against the evaluation panel when known (``panel``, JSON), and
+    ``active`` / ``evicted_at``: an evicted snapshot leaves the league but
+    keeps its row, its matches and its ratings. ``slot`` is the RLlib module
+    slot an active snapshot occupies during training.
+``rounds``
+    One rating round: when, at which training iteration, under which rules.
+``matches``
+    One finished game of a round: ``seats`` (member ids, seat 0 first),
+    ``places`` (finishing place of each seat, 1 first) and the variant.
+``ratings``
+    Every member's ``mu`` and ``sigma`` after each round it played in: the
+    rating history.
+
+Durability: WAL journal mode, ``synchronous=FULL`` and one transaction per
+change (`transaction` groups several), so a ``kill -9`` at any moment leaves
+a database that opens with every committed change in it and nothing half
+written.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from policies.league.ratings import ordinal, start_rating
+
+SCHEMA_VERSION = 1
+MEMBER_KINDS = ("main", "snapshot", "bot", "external")
+DB_NAME = "league.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS members (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL CHECK (kind IN ('main', 'snapshot', 'bot', 'external')),
+    spec TEXT NOT NULL,
+    iteration INTEGER,
+    env_steps INTEGER,
+    created_at REAL NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1,
+    evicted_at REAL,
+    slot INTEGER,
+    mu REAL NOT NULL,
+    sigma REAL NOT NULL,
+    panel TEXT
+);
+CREATE TABLE IF NOT EXISTS rounds (
+    id INTEGER PRIMARY KEY,
+    label TEXT NOT NULL,
+    iteration INTEGER,
+    env_steps INTEGER,
+    variant TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    id INTEGER PRIMARY KEY,
+    round_id INTEGER NOT NULL REFERENCES rounds (id),
+    variant TEXT NOT NULL,
+    seats TEXT NOT NULL,
+    places TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ratings (
+    id INTEGER PRIMARY KEY,
+    member_id INTEGER NOT NULL REFERENCES members (id),
+    round_id INTEGER REFERENCES rounds (id),
+    iteration INTEGER,
+    mu REAL NOT NULL,
+    sigma REAL NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS matches_round ON matches (round_id);
+CREATE INDEX IF NOT EXISTS ratings_member ON ratings (member_id);
+"""
+
+
+class LeagueStoreError(ValueError):
+    """The database cannot be used as a league (not one, a newer schema, a bad member); one line."""
+
+
+@dataclass(frozen=True)
+class Member:
+    id: int
+    name: str
+    kind: str
+    spec: str
+    iteration: int | None
+    env_steps: int | None
+    created_at: float
+    active: bool
+    evicted_at: float | None
+    slot: int | None
+    mu: float
+    sigma: float
+    panel: dict[str, Any] | None
+
+    @property
+    def ordinal(self) -> float:
+        """openskill's conservative rating (`policies.league.ratings.ordinal`)."""
+        return ordinal(self.mu, self.sigma)
+
+
+@dataclass(frozen=True)
+class Match:
+    id: int
+    round_id: int
+    variant: str
+    seats: tuple[int, ...]
+    places: tuple[int, ...]
+    created_at: float
+
+
+class LeagueStore:
+    """One open league database; every write commits before it returns (or with its `transaction`)."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path):
+        self.db = connection
+        self.path = path
+        self._depth = 0
+
+    @classmethod
+    def open(cls, path: str | Path, create: bool = True, read_only: bool = False) -> LeagueStore:
+        """The league database at `path` (a file, or a folder holding ``league.db``).
+
+        `create`: make it when missing. `read_only`: a reader (the dashboard) that
+        never takes the write lock a training run needs.
+        """
+        path = Path(path)
+        if path.is_dir():
+            path = path / DB_NAME
+        if not path.exists() and (not create or read_only):
+            raise LeagueStoreError(f"{path}: no league database there (give a run folder or a league.db file)")
+        if read_only:
+            return cls._open_read_only(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)  # autocommit; we BEGIN ourselves
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA foreign_keys=ON")
+            store = cls(db, path)
+            with store.transaction():
+                for statement in _SCHEMA.strip().split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if version is None:
+                    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                elif int(version[0]) > SCHEMA_VERSION:
+                    raise LeagueStoreError(
+                        f"{path}: league schema {version[0]} is newer than this code's {SCHEMA_VERSION}"
+                    )
+        except sqlite3.DatabaseError as err:
+            raise LeagueStoreError(f"{path}: not a league database ({err})") from None
+        return store
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> LeagueStore:
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as err:
+            raise LeagueStoreError(f"{path}: not a league database ({err})") from None
+        if version is None or int(version[0]) > SCHEMA_VERSION:
+            raise LeagueStoreError(f"{path}: not a league database of schema {SCHEMA_VERSION}")
+        return cls(db, path)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one consistent state of the database, whatever a writer commits meanwhile."""
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> LeagueStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together or not at all; nested uses join the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # ------------------------------------------------------------------ members
+    def add_member(self, name: str, kind: str, spec: str, *, iteration: int | None = None,
+                   env_steps: int | None = None, mu: float | None = None, sigma: float | None = None,
+                   panel: dict[str, Any] | None = None, slot: int | None = None) -> Member:
+        """A new member with openskill's starting rating unless given; a taken name is an error."""
+        if kind not in MEMBER_KINDS:
+            raise LeagueStoreError(f"member kind {kind!r} is not allowed: choose {', '.join(MEMBER_KINDS)}")
+        if self.member(name) is not None:
+            raise LeagueStoreError(f"the league already has a member named {name!r}")
+        if mu is None or sigma is None:
+            mu, sigma = start_rating()
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO members (name, kind, spec, iteration, env_steps, created_at, slot, mu, sigma, panel)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, kind, spec, iteration, env_steps, time.time(), slot, mu, sigma,
+                 None if panel is None else json.dumps(panel)),
+            )
+        return self.member(name)
+
+    def ensure_member(self, name: str, kind: str, spec: str) -> Member:
+        """The member called `name`, added first if it is not there yet."""
+        return self.member(name) or self.add_member(name, kind, spec)
+
+    def member(self, name_or_id: str | int) -> Member | None:
+        column = "id" if isinstance(name_or_id, int) else "name"
+        row = self.db.execute(f"SELECT * FROM members WHERE {column} = ?", (name_or_id,)).fetchone()
+        return None if row is None else _member(row)
+
+    def members(self, active_only: bool = False, kinds: Iterable[str] | None = None) -> list[Member]:
+        """Members in the order they joined."""
+        rows = self.db.execute("SELECT * FROM members ORDER BY id").fetchall()
+        kinds = set(kinds) if kinds is not None else None
+        return [m for m in map(_member, rows)
+                if (not active_only or m.active) and (kinds is None or m.kind in kinds)]
+
+    def update_member(self, member_id: int, **fields: Any) -> None:
+        allowed = {"spec", "iteration", "env_steps", "active", "evicted_at", "slot", "mu", "sigma", "panel"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise LeagueStoreError(f"cannot update member fields {sorted(unknown)}: allowed {sorted(allowed)}")
+        if "panel" in fields and fields["panel"] is not None:
+            fields["panel"] = json.dumps(fields["panel"])
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        with self.transaction():
+            self.db.execute(f"UPDATE members SET {sets} WHERE id = ?", (*fields.values(), member_id))
+
+    def evict(self, member_id: int) -> None:
+        """Out of the league (and its slot); its row, matches and ratings stay."""
+        self.update_member(member_id, active=0, evicted_at=time.time(), slot=None)
+
+    # ------------------------------------------------------------------ rounds and matches
+    def add_round(self, label: str, variant: str, iteration: int | None = None,
+                  env_steps: int | None = None) -> int:
+        with self.transaction():
+            cur = self.db.execute(
+                "INSERT INTO rounds (label, iteration, env_steps, variant, created_at) VALUES (?, ?, ?, ?, ?)",
+                (label, iteration, env_steps, variant, time.time()),
+            )
+        return int(cur.lastrowid)
+
+    def add_matches(self, round_id: int, variant: str,
+                    games: Iterable[tuple[Sequence[int], Sequence[int]]]) -> int:
+        """Record finished games as (member id per seat, place per seat); returns how many."""
+        now = time.time()
+        rows = []
+        for seats, places in games:
+            if len(seats) != len(places) or not all(1 <= int(p) <= len(seats) for p in places):
+                raise LeagueStoreError(f"a match needs a place 1..{len(seats)} per seat: got seats {list(seats)}, "
+                                       f"places {list(places)} (an unfinished game has no places)")
+            rows.append((round_id, variant, json.dumps([int(m) for m in seats]),
+                         json.dumps([int(p) for p in places]), now))
+        with self.transaction():
+            self.db.executemany(
+                "INSERT INTO matches (round_id, variant, seats, places, created_at) VALUES (?, ?, ?, ?, ?)", rows
+            )
+        return len(rows)
+
+    def matches(self, round_id: int | None = None, since_round: int | None = None) -> list[Match]:
+        query, args = "SELECT * FROM matches", []
+        if round_id is not None:
+            query, args = query + " WHERE round_id = ?", [round_id]
+        elif since_round is not None:
+            query, args = query + " WHERE round_id >= ?", [since_round]
+        rows = self.db.execute(query + " ORDER BY id", args).fetchall()
+        return [Match(r["id"], r["round_id"], r["variant"], tuple(json.loads(r["seats"])),
+                      tuple(json.loads(r["places"])), r["created_at"]) for r in rows]
+
+    def rounds(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute("SELECT * FROM rounds ORDER BY id").fetchall()]
+
+    # ------------------------------------------------------------------ ratings
+    def set_ratings(self, round_id: int | None, ratings: dict[int, tuple[float, float]],
+                    iteration: int | None = None) -> None:
+        """New current ratings, and a history row for each."""
+        now = time.time()
+        with self.transaction():
+            for member_id, (mu, sigma) in ratings.items():
+                self.db.execute("UPDATE members SET mu = ?, sigma = ? WHERE id = ?", (mu, sigma, member_id))
+                self.db.execute(
+                    "INSERT INTO ratings (member_id, round_id, iteration, mu, sigma, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)", (member_id, round_id, iteration, mu, sigma, now),
+                )
+
+    def rating_history(self) -> list[dict[str, Any]]:
+        """Every rating row with its member's name and kind, oldest first."""
+        rows = self.db.execute(
+            "SELECT r.member_id, m.name, m.kind, r.round_id, r.iteration, r.mu, r.sigma, r.created_at"
+            " FROM ratings r JOIN members m ON m.id = r.member_id ORDER BY r.id"
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+
+def _member(row: sqlite3.Row) -> Member:
+    return Member(
+        id=row["id"], name=row["name"], kind=row["kind"], spec=row["spec"], iteration=row["iteration"],
+        env_steps=row["env_steps"], created_at=row["created_at"], active=bool(row["active"]),
+        evicted_at=row["evicted_at"], slot=row["slot"], mu=row["mu"], sigma=row["sigma"],
+        panel=None if row["panel"] is None else json.loads(row["panel"]),
+    )
