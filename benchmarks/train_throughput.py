@@ -52,8 +52,8 @@ What is measured
 
 Procedure: both algorithms are built and alive at once (Ray is told of
 enough logical CPUs for both; only one samples at a time). Each first fills
-``--snapshots`` snapshot slots through `launch.train.take_snapshot` (as a run
-does every ``league.snapshot_every`` iterations), so the matchmaker spreads
+``--snapshots`` snapshot slots with main's weights (`launch.train.push_weights`,
+as the league does every ``league.snapshot_every`` iterations), so the matchmaker spreads
 seats over main, snapshots and bots as in a run under way, then trains
 ``--warmup`` iterations (numba and torch warm-up); DQN first trains until
 ``algo.learning_starts`` env steps are sampled, so every timed iteration
@@ -75,6 +75,7 @@ noise unless it repeats.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -225,12 +226,20 @@ class Side:
         self.episode_len = episode_len(result) or self.episode_len
         return result
 
-    def warm_up(self, snapshots: int, iterations: int, learning_starts: int) -> float:
-        from launch.train import take_snapshot
+    def warm_up(self, snapshots: int, iterations: int, learning_starts: int, cfg) -> float:
+        from launch import build
+        from launch.train import install_matchmaker, push_weights
+        from policies.league.pool import MAIN, snapshot_id
 
         start = time.perf_counter()
-        for _ in range(snapshots):
-            take_snapshot(self.algo, self.pool, self.iterations)
+        # Fill the slots with main's weights, as the league does, so snapshots play their share of seats.
+        weights = self.algo.learner_group.get_weights([MAIN])[MAIN]
+        for slot in range(snapshots):
+            push_weights(self.algo, snapshot_id(slot), weights)
+            self.pool.fill(slot, self.iterations)
+        if snapshots:
+            first = build.first_matchmaker(cfg, self.pool)
+            install_matchmaker(self.algo, dataclasses.replace(first, snapshots=tuple(self.pool.filled)))
         while self.steps < learning_starts:
             self.train()
         for _ in range(iterations):
@@ -283,7 +292,7 @@ def measure(algo: str, cfg, overrides: list[str], args) -> dict[str, Any]:
             start = time.perf_counter()
             sides[name] = Side(name, config, pool)
             built = time.perf_counter() - start
-            warm = sides[name].warm_up(snapshots, args.warmup, learning_starts)
+            warm = sides[name].warm_up(snapshots, args.warmup, learning_starts, cfg)
             log(args, f"{algo} {name}: built in {built:.1f} s, warmed up in {warm:.1f} s "
                       f"({sides[name].iterations} iterations, {sides[name].steps:,} env steps)")
         for r in range(args.repeats):

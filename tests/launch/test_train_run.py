@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,20 @@ def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reprodu
     assert (Path(summary["checkpoint"]) / "algorithm" / "rllib_checkpoint.json").is_file()
     assert list((run_dir / "wandb").glob("offline-run-*")), "no offline wandb run"
     assert "it    2 |" in proc.stdout and "reproduce with:" in proc.stdout
+
+    # The league: main, every seed bot and a snapshot per iteration, rated after each iteration and at the end.
+    with LeagueStore.open(run_dir, create=False, read_only=True) as store:
+        kinds = Counter(m.kind for m in store.members())
+        assert kinds == {"main": 1, "bot": 7, "snapshot": 2}
+        assert [r["label"] for r in store.rounds()] == ["training", "training", "final"]
+        assert len(store.matches()) == 3 * 2 * 8  # rounds x line-ups x games per line-up (all finish)
+        main = store.member("main")
+        assert main.panel["random"]["win_rate"] == summary["final_evaluation"]["results"][0]["win_rate"]
+    assert all("league/main_rank" in m for m in metrics(run_dir))
+    page = subprocess.run([sys.executable, "launch/leaderboard.py", f"league={run_dir}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert page.returncode == 0, page.stderr[-2000:]
+    assert 'data-member="main@2"' in (run_dir / "leaderboard.html").read_text()
 
     # The printed evaluate command gives the same games, so the same win rate, from the saved policy.
     final = {r["opponent"]: r for r in summary["final_evaluation"]["results"]}

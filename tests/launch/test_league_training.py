@@ -1,0 +1,76 @@
+"""The league inside a real RLlib algorithm: a snapshot reaches every EnvRunner at once, with main's weights."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import ray
+from omegaconf import OmegaConf
+
+import launch.train as train
+from launch import build
+from launch.cli import compose
+from launch.runs import RunState
+from launch.schema import check
+from policies.league.league import League
+from policies.league.pool import MAIN
+from policies.league.store import LeagueStore
+
+
+def _flat(state) -> dict[str, np.ndarray]:
+    out = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            out.update({f"{key}/{k}": v for k, v in _flat(value).items()})
+        else:
+            out[key] = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
+    return out
+
+
+@pytest.fixture
+def algo_and_league(tmp_path):
+    overrides = ["+exp=smoke", "resources.env_runners=1", "resources.envs_per_runner=2", "wandb.mode=disabled",
+                 f"run_dir={tmp_path}"]
+    cfg = OmegaConf.to_object(compose("config", overrides))
+    check(cfg)
+    pool = build.make_pool(cfg)
+    league = League(LeagueStore.open(tmp_path), build.league_settings(cfg), cfg.variant.name)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    algo = build.build_algorithm_config(cfg, pool, league.matchmaker(cfg.seed)).build_algo()
+    try:
+        yield cfg, algo, league, pool
+    finally:
+        algo.stop()
+        ray.shutdown()
+        league.store.close()
+
+
+def test_a_new_snapshot_holds_mains_weights_on_the_learner_every_env_runner_and_disk(algo_and_league):
+    cfg, algo, league, pool = algo_and_league
+    algo.train()  # main moves away from its initial weights, which every slot also started from
+    evaluator = train.PanelEvaluator(cfg)
+    state = RunState(iteration=1)
+    module_id = train.take_snapshot(algo, league, pool, state, evaluator, None)
+    frozen = _flat(algo.learner_group.get_weights([MAIN])[MAIN])
+
+    learner_copy = _flat(algo.learner_group.get_weights([module_id])[module_id])
+    remote = algo.env_runner_group.foreach_env_runner(
+        lambda runner, _id=module_id: runner.module[_id].get_state(), local_env_runner=False)
+    assert len(remote) == cfg.resources.env_runners
+    member = league.slot_members()[int(module_id.rpartition("_")[2])]
+    on_disk = _flat(evaluator.weights_of(league.policy_folder(member)))
+    for copy in (learner_copy, *map(_flat, remote), on_disk):
+        assert copy.keys() == frozen.keys()
+        for key in frozen:
+            np.testing.assert_array_equal(copy[key], frozen[key], err_msg=key)
+
+    # Training on does not touch the snapshot, and the EnvRunners' mapping now seats it.
+    algo.train()
+    after = _flat(algo.learner_group.get_weights([module_id])[module_id])
+    assert all(np.array_equal(after[k], frozen[k]) for k in frozen)
+    assert not all(np.array_equal(_flat(algo.learner_group.get_weights([MAIN])[MAIN])[k], frozen[k])
+                   for k in frozen)
+    train.install_matchmaker(algo, league.matchmaker(cfg.seed))
+    seated = algo.env_runner_group.foreach_env_runner(
+        lambda runner: runner.config.policy_mapping_fn.snapshots, local_env_runner=False)
+    assert all(module_id in s for s in seated)
+    assert member.name == "main@1" and member.kind == "snapshot" and member.active
