@@ -77,6 +77,7 @@ class LeagueSettings:
 @dataclass
 class RoundResult:
     round_id: int
+    iteration: int | None
     games: int
     ratings: dict[str, tuple[float, float]]
     main_ahead: dict[str, float] = field(default_factory=dict)
@@ -154,8 +155,9 @@ class League:
             return False
         if settings.snapshot_every and iteration % settings.snapshot_every == 0:
             return True
+        # The win-rate rule reads this iteration's round only, so one good round freezes main once.
         last = self._last_round
-        return (settings.snapshot_win_rate is not None and last is not None
+        return (settings.snapshot_win_rate is not None and last is not None and last.iteration == iteration
                 and last.main_vs_league is not None and last.main_vs_league >= settings.snapshot_win_rate
                 and last_snapshot_iteration != iteration)
 
@@ -273,7 +275,7 @@ class League:
             round_id = self.store.add_round(label, self.variant, iteration, env_steps)
             self.store.add_matches(round_id, self.variant, games)
             self.store.set_ratings(round_id, ratings, iteration)
-        result = RoundResult(round_id, len(games), {by_id[i].name: r for i, r in ratings.items()})
+        result = RoundResult(round_id, iteration, len(games), {by_id[i].name: r for i, r in ratings.items()})
         if main is not None:
             records = head_to_head(games)
             result.main_ahead = {by_id[b].name: ahead_rate(rec, prior_games=0.0)
