@@ -221,8 +221,8 @@ def test_a_snapshot_is_due_every_k_iterations(make_league):
 
 
 def test_a_snapshot_is_due_when_main_finished_ahead_often_enough_in_the_last_round(make_league):
-    settings = dict(snapshot_every=0, snapshot_win_rate=0.6, training_bots=("random", "fast", "aggressive"),
-                    lineups=4, games_per_lineup=40)
+    settings = {"snapshot_every": 0, "snapshot_win_rate": 0.6, "training_bots": ("random", "fast", "aggressive"),
+                "lineups": 4, "games_per_lineup": 40}
     league = make_league(**settings)
     assert not league.snapshot_due(3, None)  # no round yet
     result = league.rating_round(RULES, seed=3, main_player=NamedBot("heuristic000"), iteration=3)
@@ -239,6 +239,10 @@ def test_a_snapshot_is_due_when_main_finished_ahead_often_enough_in_the_last_rou
     assert result.main_vs_league >= 0.6  # heuristic000 against the three weakest bots
     assert league.snapshot_due(3, None) and league.snapshot_due(3, 2)
     assert not league.snapshot_due(3, 3)  # already frozen at this iteration
+    # the round is stale at later iterations: one good round freezes main once, not at every iteration after it
+    assert not league.snapshot_due(4, 3) and not league.snapshot_due(5, None)
+    result = league.rating_round(RULES, seed=4, main_player=NamedBot("heuristic000"), iteration=6)
+    assert result.iteration == 6 and result.main_vs_league >= 0.6 and league.snapshot_due(6, 3)
 
     weak = make_league("weak", **{**settings, "training_bots": ("heuristic000", "hybrid", "defensive")})
     result = weak.rating_round(RULES, seed=3, main_player=NamedBot("random"), iteration=3)
@@ -260,8 +264,8 @@ def record_round(league: League, games: list[tuple[tuple[int, ...], tuple[int, .
         league.store.add_matches(round_id, "classic", games * times)
 
 
-PFSP_SETTINGS = dict(max_snapshots=3, training_bots=("random", "hybrid"), main_weight=0.4, snapshot_weight=0.4,
-                     bot_weight=0.2)
+PFSP_SETTINGS = {"max_snapshots": 3, "training_bots": ("random", "hybrid"), "main_weight": 0.4,
+                 "snapshot_weight": 0.4, "bot_weight": 0.2}
 
 
 @pytest.mark.parametrize("pfsp, expected_a, expected_b", [
@@ -332,8 +336,8 @@ def test_the_matchmakers_seats_follow_its_opponent_weights_and_always_include_ma
 
 
 # ---------------------------------------------------------------------------- rating rounds
-BOTS_ONLY = dict(with_main=False, training_bots=("random",), rated_bots=("fast", "hybrid", "heuristic000", "defensive"),
-                 lineups=8, games_per_lineup=40)
+BOTS_ONLY = {"with_main": False, "training_bots": ("random",),
+             "rated_bots": ("fast", "hybrid", "heuristic000", "defensive"), "lineups": 8, "games_per_lineup": 40}
 
 
 def test_a_rating_round_of_bots_records_every_game_and_rates_the_strong_above_random(make_league):

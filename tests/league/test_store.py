@@ -154,7 +154,7 @@ def test_add_matches_refuses_places_outside_one_to_n_and_records_none_of_the_bat
 
 
 def test_evict_keeps_the_row_its_matches_and_ratings_but_clears_active_and_slot(store):
-    a, b, c, d = four_bots(store)
+    a, b, c, _ = four_bots(store)
     snap = store.add_member("main@10", "snapshot", "ckpt:league/main@10", iteration=10, slot=2)
     round_id = store.add_round("training", "classic", iteration=10)
     store.add_matches(round_id, "classic", [((snap.id, a, b, c), (1, 2, 3, 4))])
@@ -276,15 +276,14 @@ def test_a_reader_does_not_block_the_writer_and_its_snapshot_is_consistent(tmp_p
 # ---------------------------------------------------------------------------- transactions
 def test_an_exception_inside_a_transaction_rolls_back_everything_in_it(store):
     a, b, c, d = four_bots(store)
-    with pytest.raises(RuntimeError, match="midway"):
-        with store.transaction():
-            store.add_member("main@10", "snapshot", "ckpt:league/main@10", slot=0)
-            round_id = store.add_round("training", "classic", iteration=10)
-            store.add_matches(round_id, "classic", [((a, b, c, d), (1, 2, 3, 4))])
-            store.set_ratings(round_id, {a: (30.0, 2.0)})
-            store.evict(b)
-            store.set_meta("last", "10")
-            raise RuntimeError("killed midway")
+    with pytest.raises(RuntimeError, match="midway"), store.transaction():
+        store.add_member("main@10", "snapshot", "ckpt:league/main@10", slot=0)
+        round_id = store.add_round("training", "classic", iteration=10)
+        store.add_matches(round_id, "classic", [((a, b, c, d), (1, 2, 3, 4))])
+        store.set_ratings(round_id, {a: (30.0, 2.0)})
+        store.evict(b)
+        store.set_meta("last", "10")
+        raise RuntimeError("killed midway")
     assert store.member("main@10") is None and store.rounds() == [] and store.matches() == []
     assert store.rating_history() == [] and store.member(a).mu == pytest.approx(start_rating()[0])
     assert store.member(b).active and store.get_meta("last") is None
@@ -296,10 +295,9 @@ def test_an_exception_inside_a_transaction_rolls_back_everything_in_it(store):
 
 
 def test_a_keyboard_interrupt_rolls_back_too(store):
-    with pytest.raises(KeyboardInterrupt):
-        with store.transaction():
-            store.add_member("random", "bot", "random")
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), store.transaction():
+        store.add_member("random", "bot", "random")
+        raise KeyboardInterrupt
     assert store.members() == []
 
 
@@ -317,20 +315,18 @@ def test_nested_transactions_join_the_outer_one(tmp_path):
         assert [m.name for m in other.members()] == ["random", "hybrid"]
 
         # an error that leaves an inner block and then the outer one undoes both
-        with pytest.raises(ValueError, match="inner"):
+        with pytest.raises(ValueError, match="inner"), store.transaction():
+            store.add_member("fast", "bot", "fast")
             with store.transaction():
-                store.add_member("fast", "bot", "fast")
-                with store.transaction():
-                    store.add_member("defensive", "bot", "defensive")
-                    raise ValueError("inner failure")
+                store.add_member("defensive", "bot", "defensive")
+                raise ValueError("inner failure")
         assert [m.name for m in store.members()] == ["random", "hybrid"] == [m.name for m in other.members()]
 
         # a write method called inside a transaction (add_member has its own) does not commit early
-        with pytest.raises(RuntimeError):
-            with store.transaction():
-                store.add_member("aggressive", "bot", "aggressive")
-                assert other.member("aggressive") is None
-                raise RuntimeError
+        with pytest.raises(RuntimeError), store.transaction():
+            store.add_member("aggressive", "bot", "aggressive")
+            assert other.member("aggressive") is None
+            raise RuntimeError
         assert store.member("aggressive") is None
 
 
@@ -429,7 +425,7 @@ def test_kill_9_right_after_commits_leaves_every_committed_round_and_no_half_rou
         proc = start_writer(tmp_path, db)
         try:
             # kill the moment a commit shows up: the writer is then inside its next transaction
-            seen = read_until(proc, lambda lines: commits(lines) >= 3 + trial)
+            seen = read_until(proc, lambda lines, need=3 + trial: commits(lines) >= need)
             committed = kill_and_collect(proc, seen)
         finally:
             if proc.poll() is None:
