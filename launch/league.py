@@ -110,8 +110,8 @@ def panel_player(league, rules, games: int, seed: int):
     return panel
 
 
-def standings(league) -> str:
-    members = sorted(league.store.members(), key=lambda m: -m.ordinal)
+def standings(store) -> str:
+    members = sorted(store.members(), key=lambda m: -m.ordinal)
     lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'mu':>6} {'sigma':>6} {'ordinal':>8}  vs 3 random"]
     for i, m in enumerate(members, 1):
         random_record = (m.panel or {}).get("random")
@@ -124,36 +124,47 @@ def standings(league) -> str:
 
 def main(argv: list[str]) -> None:
     command, sources, options = parse(argv)
-    from policies.checkpoints import PolicyFileError
-    from policies.league.store import LeagueStoreError
+    from policies.checkpoints import PolicyFileError, find_policy
+    from policies.league.store import LeagueStore, LeagueStoreError
 
     try:
+        # Every option and source is checked before the database is opened or anything is played.
+        seed = integer(options, "seed", 0)
+        games = integer(options, "games", 2000, low=1)
+        panel_games = integer(options, "panel_games", 1000, low=1)
+        if command == "show":
+            with LeagueStore.open(options.get("league", DEFAULT_LEAGUE), create=False, read_only=True) as store:
+                print(standings(store))
+            return
+        if "name" in options and len(sources) > 1:
+            raise UserError("name= names a single source: add one at a time to name each")
+        for source in sources:
+            find_policy(source.removeprefix("ckpt:"))
         league = open_league(options, command)
         players = league.settings.players
         rules = rules_of(options, players)
-        seed = integer(options, "seed", 0)
+        panel = panel_player(league, rules, panel_games, seed)
         if command == "add":
-            if "name" in options and len(sources) > 1:
-                raise UserError("name= names a single source: add one at a time to name each")
             for source in sources:
+                known = {m.id for m in league.store.members()}
                 member = league.add_external(source, options.get("name"))
-                print(f"added {member.name} ({member.spec})")
-            league.fill_panels(panel_player(league, rules, integer(options, "panel_games", 1000, low=1), seed))
+                verb = "already in the league:" if member.id in known else "added"
+                print(f"{verb} {member.name} ({member.spec})")
+            league.fill_panels(panel)
         elif command == "play":
-            from policies.league.league import round_robin
-
-            league.fill_panels(panel_player(league, rules, 1000, seed))
-            members = [m for m in league.store.members(active_only=True) if m.kind != "main"]
-            lineups, per_lineup = round_robin([m.id for m in members], players,
-                                              integer(options, "games", 2000, low=1), seed)
-            print(f"{len(members)} members, {len(lineups)} line-ups x {per_lineup} games", file=sys.stderr)
             from tqdm import tqdm
 
+            from policies.league.league import round_robin
+
+            members = [m for m in league.store.members(active_only=True) if m.kind != "main"]
+            lineups, per_lineup = round_robin([m.id for m in members], players, games, seed)
+            league.fill_panels(panel)
+            print(f"{len(members)} members, {len(lineups)} line-ups x {per_lineup} games", file=sys.stderr)
             with tqdm(total=len(lineups), unit="line-up", desc="round robin") as bar:
                 result = league.rating_round(rules, seed, label="round robin", lineups=lineups,
                                              games_per_lineup=per_lineup, progress=lambda done, total: bar.update())
             print(f"round {result.round_id}: {result.games} rated games", file=sys.stderr)
-        print(standings(league))
+        print(standings(league.store))
     except (LeagueStoreError, PolicyFileError, ValueError) as err:
         raise UserError(one_line(err)) from None
 

@@ -157,8 +157,8 @@ class LeagueStore:
         if read_only:
             return cls._open_read_only(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)  # autocommit; we BEGIN ourselves
         try:
-            db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)  # autocommit; we BEGIN ourselves
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
@@ -176,7 +176,11 @@ class LeagueStore:
                         f"{path}: league schema {version[0]} is newer than this code's {SCHEMA_VERSION}"
                     )
         except sqlite3.DatabaseError as err:
+            db.close()
             raise LeagueStoreError(f"{path}: not a league database ({err})") from None
+        except LeagueStoreError:
+            db.close()
+            raise
         return store
 
     @classmethod
@@ -186,8 +190,10 @@ class LeagueStore:
             db.row_factory = sqlite3.Row
             version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as err:
+            db.close()
             raise LeagueStoreError(f"{path}: not a league database ({err})") from None
         if version is None or int(version[0]) > SCHEMA_VERSION:
+            db.close()
             raise LeagueStoreError(f"{path}: not a league database of schema {SCHEMA_VERSION}")
         return cls(db, path)
 
