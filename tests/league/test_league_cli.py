@@ -60,7 +60,7 @@ def test_add_play_and_show_a_league(tmp_path, run_policy):
     # the same policy again, here as its run folder: nothing changes
     again = league_cli("add", str(run_policy.parents[2]), f"league={db}", "panel_games=12")
     assert again.returncode == 0, again.stderr
-    assert "added run@7" in again.stdout
+    assert "already in the league: run@7" in again.stdout
     with LeagueStore.open(db, read_only=True) as store:
         assert store.members() == [member]
 
