@@ -15,6 +15,8 @@ turn-based agents); illegal actions are masked inside the modules.
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -22,6 +24,7 @@ from ray.rllib.algorithms.dqn import DQNConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
+from launch.cli import UserError, gcs_answers
 from launch.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings
@@ -133,6 +136,89 @@ def gpus_per_learner(cfg: TrainConfig) -> float:
 
         gpus = 1.0 if torch.cuda.is_available() else 0.0
     return gpus
+
+
+def check_resources(cfg: TrainConfig, cluster: Mapping[str, float] | None = None) -> None:
+    """Refuse in one line (`UserError`) what Ray could never grant: it would wait for it forever, silently.
+
+    Call it twice. Before ``ray.init`` (``cluster`` None): a learner in the driver with a GPU needs torch
+    to see one here; a cluster to join must answer at its address (``ray.init`` would retry for many
+    minutes); and when ``ray_address`` leads to no running cluster (Ray's own lookup, so ``RAY_ADDRESS``
+    and a ``ray start`` on this machine count) the Ray about to start is held to this machine's CPUs
+    and GPUs. After ``ray.init``, pass ``ray.cluster_resources()``: its totals must cover the
+    EnvRunners' CPUs and the learner actors' GPUs. Totals are a necessary condition only (each actor
+    still needs one node with room for it), and an autoscaling cluster is judged by what it has now.
+    """
+    res = cfg.resources
+    gpus = gpus_per_learner(cfg)
+    cpu_learners = res.learners if gpus == 0 else 0  # RLlib's num_cpus_per_learner="auto": 1 without a GPU
+    cpus_needed = res.env_runners * res.cpus_per_env_runner + cpu_learners
+    gpus_needed = res.learners * gpus  # learner actors; a learner in the driver takes no Ray resource
+    cpu_request = (f"resources.env_runners={res.env_runners} x resources.cpus_per_env_runner="
+                   f"{_number(res.cpus_per_env_runner)}"
+                   + (f" + resources.learners={res.learners} on CPU" if cpu_learners else ""))
+    gpu_request = f"resources.learners={res.learners} x resources.gpus_per_learner={_number(gpus)}"
+    if cluster is None:
+        if res.learners == 0 and gpus > 0 and local_gpus() < 1:
+            raise UserError(f"resources.gpus_per_learner={_number(gpus)} puts the driver's learner on a GPU, "
+                            "but torch sees none on this machine: use resources.gpus_per_learner=auto")
+        joining = ray_to_join(res.ray_address)
+        if joining is not None:
+            if not joining.startswith("ray://") and not gcs_answers(joining):
+                raise UserError(f"no Ray head answers at {joining} (resources.ray_address="
+                                f"{res.ray_address}): start it, or check the address and the firewall")
+            return  # what the cluster has is known once connected
+        cluster = {"CPU": local_cpus(), "GPU": local_gpus()}
+        where = "this machine, where a local Ray would start,"
+        advice_gpu = "join a cluster with one (resources.ray_address=HEAD_IP:6379) or use resources=laptop"
+    else:
+        where = "the Ray cluster"
+        advice_gpu = "add GPU nodes or lower resources.learners or resources.gpus_per_learner"
+    have_gpus, have_cpus = float(cluster.get("GPU", 0)), float(cluster.get("CPU", 0))
+    slack = 1e-9  # 3 x 0.1 CPUs must fit in 0.3
+    if gpus_needed > have_gpus + slack:
+        raise UserError(f"{gpu_request} needs {_number(gpus_needed)} GPU, but {where} has "
+                        f"{_number(have_gpus)} and Ray would wait for it forever: {advice_gpu}")
+    if cpus_needed > have_cpus + slack:
+        raise UserError(f"{cpu_request} needs {_number(cpus_needed)} CPUs, but {where} has "
+                        f"{_number(have_cpus)} and Ray would wait for them forever: lower "
+                        "resources.env_runners or resources.cpus_per_env_runner")
+
+
+def ray_to_join(address: str | None) -> str | None:
+    """The cluster ``ray.init(address)`` will join; None when it will start one here (Ray's own lookup)."""
+    if address and str(address).startswith("ray://"):
+        return str(address)  # Ray Client: always remote
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        return canonicalize_bootstrap_address(address)
+    except ConnectionError:
+        raise UserError(f"resources.ray_address={address}: no running Ray cluster found: start one with "
+                        "`ray start --head` or give resources.ray_address=HEAD_IP:6379") from None
+    except ValueError:
+        raise UserError(f"resources.ray_address={address!r} is not a Ray address: give HOST:PORT, auto "
+                        "or null") from None
+
+
+def local_cpus() -> float:
+    """The CPUs a Ray started here would offer (Ray's own count: cgroup limits included)."""
+    try:
+        from ray._private.utils import get_num_cpus
+
+        return float(get_num_cpus())
+    except Exception:  # a private helper: fall back on the plain count
+        return float(os.cpu_count() or 1)
+
+
+def local_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,

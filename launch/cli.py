@@ -41,3 +41,16 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
 def fail(err: BaseException) -> None:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(2)
+
+
+def gcs_answers(address: str, timeout: float = 5.0) -> bool:
+    """Whether anything listens at a Ray head's HOST:PORT: ``ray.init`` towards nothing retries for many
+    minutes, so launch scripts knock first."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False

@@ -16,7 +16,7 @@ reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        `PPOSettings` / `DQNSettings`     ppo, dqn
 league      `LeagueConfig`                    pfsp, uniform
-resources   `ResourcesConfig`                 local
+resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
 eval        `EvalConfig`                      panel
 checkpoint  `CheckpointConfig`                every10
@@ -207,7 +207,7 @@ class ResourcesConfig:
     gpus_per_learner: str = "auto"
     """auto (1 when torch sees a GPU, else 0), or a number."""
     ray_address: str | None = None
-    """Ray cluster to join; None starts a local one."""
+    """Ray cluster to join (HOST:PORT or auto); None: RAY_ADDRESS or a `ray start` here, else a new one."""
 
 
 @dataclass
@@ -338,6 +338,7 @@ def check(cfg: TrainConfig) -> None:
     res = cfg.resources
     _at_least("resources.env_runners", res.env_runners, 0)
     _at_least("resources.envs_per_runner", res.envs_per_runner, 1)
+    _at_least("resources.cpus_per_env_runner", res.cpus_per_env_runner, 0)
     _at_least("resources.learners", res.learners, 0)
     parse_gpus(res.gpus_per_learner)
     for key in ("minutes", "env_steps", "iterations"):
