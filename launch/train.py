@@ -58,6 +58,9 @@ def train(dict_cfg: DictConfig) -> None:
     try:
         cfg: TrainConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         check(cfg)
+        from launch import build
+
+        build.check_resources(cfg)  # what Ray could never grant here would make it wait forever
     except Exception as err:  # a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
     run = RunDir(cfg.run_dir)
@@ -73,7 +76,6 @@ def train(dict_cfg: DictConfig) -> None:
     # 3. build (the algorithm config is plain data; nothing runs until ray.init)
     import ray
 
-    from launch import build
     from policies.league.league import League
     from policies.league.pool import snapshot_id
     from policies.league.store import DB_NAME, LeagueStore
@@ -89,6 +91,7 @@ def train(dict_cfg: DictConfig) -> None:
     algo_config = build.build_algorithm_config(cfg, pool, league.matchmaker(cfg.seed))
     ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
              configure_logging=True, log_to_driver=False)
+    build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
     algo = algo_config.build_algo()
     if resume_from is not None:
         algo.restore_from_path(str(run.algorithm_of(resume_from)))
