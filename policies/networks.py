@@ -66,7 +66,8 @@ preset        PPO       DQN           encoder (one copy)
 mlp           223,493   112,389       111,104 (the shape of RLlib's default net)
 seed000_qnet  290,693   145,669       145,024
 seed001_ann   2,159     1,097         1,062 (394 in all on seed001_flags60, plain DQN)
-token_set     131,586   78,210        53,376 (latent 4 x 128)
+token_set     98,306    61,570        36,736 (latent 4 x 128; mean pooling)
+  attention   131,586   78,210        53,376 (pooling=attention)
 ============  ========  ============  ==========================================
 """
 from __future__ import annotations
