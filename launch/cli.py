@@ -54,3 +54,20 @@ def gcs_answers(address: str, timeout: float = 5.0) -> bool:
             return True
     except (OSError, ValueError):
         return False
+
+
+def check_variant_overrides(argv: list[str], players_from: str) -> None:
+    """``variant.<field>=`` must name a rule field, and ``variant.players`` is set by `players_from`, not by hand."""
+    import dataclasses
+
+    from ludo_env.rules import Rules
+
+    rule_fields = sorted(f.name for f in dataclasses.fields(Rules))
+    for arg in argv:
+        key = arg.partition("=")[0].lstrip("+~")
+        if key == "variant.players":
+            raise UserError(f"variant.players is not set by hand: the player count is {players_from}")
+        if key.startswith("variant.") and key[len("variant."):] not in rule_fields:
+            raise UserError(
+                f"unknown rule field '{key[len('variant.'):]}': allowed fields are {', '.join(rule_fields)}"
+            )

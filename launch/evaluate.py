@@ -20,7 +20,6 @@ stderr and exits with status 2.
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from launch.cli import UserError, compose, fail
+from launch.cli import UserError, check_variant_overrides, compose, fail
 
 
 
@@ -62,17 +61,7 @@ def check_overrides(argv: list[str]) -> None:
     """Compose the config with the command-line overrides first, so a bad one is a single line, not Hydra's page."""
     if any(arg.startswith("-") for arg in argv):
         return  # --help, --cfg, --multirun ...: Hydra's own business
-    from ludo_env.rules import Rules
-
-    rule_fields = sorted(f.name for f in dataclasses.fields(Rules))
-    for arg in argv:
-        key = arg.partition("=")[0].lstrip("+~")
-        if key == "variant.players":
-            raise UserError("variant.players is not set by hand: the player count is the length of players")
-        if key.startswith("variant.") and key[len("variant."):] not in rule_fields:
-            raise UserError(
-                f"unknown rule field '{key[len('variant.'):]}': allowed fields are {', '.join(rule_fields)}"
-            )
+    check_variant_overrides(argv, players_from="the length of players")
     compose("evaluate", argv, return_hydra_config=True)
 
 

@@ -50,7 +50,6 @@ exist) prints one line to stderr and exits 2.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import secrets
@@ -63,7 +62,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import UserError, compose, fail
+from launch.cli import UserError, check_variant_overrides, compose, fail
 
 # numba's coloured error messages start colorama, which writes a colour reset to a terminal at exit: with
 # NO_COLOR, or after the game's last line, that is output nobody asked for. Read when numba is imported.
@@ -102,17 +101,7 @@ class Quit(Exception):
 # ------------------------------------------------------------------ arguments
 def parse_args(argv: list[str]) -> PlayConfig:
     """The config from key=value arguments; every problem a `UserError` of one line."""
-    from ludo_env.rules import Rules
-
-    rule_fields = sorted(f.name for f in dataclasses.fields(Rules))
-    for arg in argv:
-        key = arg.partition("=")[0].lstrip("+~")
-        if key == "variant.players":
-            raise UserError("variant.players is not set by hand: the player count is 1 + the number of opponents")
-        if key.startswith("variant.") and key[len("variant."):] not in rule_fields:
-            raise UserError(
-                f"unknown rule field '{key[len('variant.'):]}': allowed fields are {', '.join(rule_fields)}"
-            )
+    check_variant_overrides(argv, players_from="1 + the number of opponents")
     cfg: PlayConfig = OmegaConf.to_object(compose("play", argv))  # type: ignore[assignment]
     if not cfg.opponents:
         raise UserError("opponents=[] is not allowed: list at least one player spec, e.g. opponents=[hybrid]")
