@@ -101,11 +101,10 @@ def rules_of(options: dict[str, str], players: int):
 
 
 def panel_player(league, rules, games: int, seed: int):
-    from policies.league.evaluation import evaluate_panel
+    from policies.league.evaluation import evaluate_panel, panel_record
 
     def panel(member) -> dict:
-        results = evaluate_panel(league.player(member), ("random", "hybrid"), rules, games, seed)
-        return {r.opponent: {"win_rate": r.win_rate, "ci95": list(r.ci95), "games": r.games} for r in results}
+        return panel_record(evaluate_panel(league.player(member), ("random", "hybrid"), rules, games, seed))
 
     return panel
 

@@ -329,10 +329,10 @@ class PanelEvaluator:
 
     def panel(self, player) -> dict[str, Any]:
         """Any player against the panel, as a league member's panel record."""
-        from policies.league.evaluation import evaluate_panel
+        from policies.league.evaluation import evaluate_panel, panel_record
 
-        results = evaluate_panel(player, self.cfg.eval.panel, self.rules, self.cfg.eval.games, self.cfg.eval.seed)
-        return panel_of({"results": [r.to_dict() for r in results]})
+        return panel_record(evaluate_panel(player, self.cfg.eval.panel, self.rules, self.cfg.eval.games,
+                                           self.cfg.eval.seed))
 
     def weights_of(self, policy_folder: Path):
         """A saved policy's weights in the form `RLModule.set_state` takes."""
@@ -348,9 +348,9 @@ class PanelEvaluator:
 
 
 def panel_of(evaluation: dict) -> dict[str, Any]:
-    """An evaluation as a league member's panel record: opponent -> win rate, interval, games."""
-    return {r["opponent"]: {"win_rate": r["win_rate"], "ci95": list(r["ci95"]), "games": r["games"]}
-            for r in evaluation["results"]}
+    from policies.league.evaluation import panel_record
+
+    return panel_record(evaluation["results"])
 
 
 # ---------------------------------------------------------------- 6. log

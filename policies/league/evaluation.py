@@ -46,6 +46,12 @@ def evaluate_panel(player, panel: Sequence[str], rules: Rules, games: int, seed:
     return results
 
 
+def panel_record(results: Sequence[PanelResult | dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Panel results (or their dicts) as a league member's record: opponent -> win rate, interval, games."""
+    rows = [r.to_dict() if isinstance(r, PanelResult) else r for r in results]
+    return {r["opponent"]: {"win_rate": r["win_rate"], "ci95": list(r["ci95"]), "games": r["games"]} for r in rows}
+
+
 def evaluate_command(policy_path: str, opponent: str, rules_name: str, players: int, games: int, seed: int) -> str:
     """The shell command that replays one panel evaluation from a saved policy."""
     seats = ",".join([f"ckpt:{policy_path}"] + [opponent] * (players - 1))
