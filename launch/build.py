@@ -95,15 +95,8 @@ def make_pool(cfg: TrainConfig) -> SnapshotPool:
 
 
 def league_settings(cfg: TrainConfig) -> LeagueSettings:
-    league = cfg.league
-    return LeagueSettings(
-        players=players(cfg), max_snapshots=league.max_snapshots, snapshot_every=league.snapshot_every,
-        snapshot_win_rate=league.snapshot_win_rate, training_bots=tuple(league.bots),
-        rated_bots=tuple(league.rated_bots), main_weight=league.main_weight,
-        snapshot_weight=league.snapshot_weight, bot_weight=league.bot_weight, pfsp=league.pfsp,
-        pfsp_rounds=league.pfsp_rounds, lineups=league.lineups, games_per_lineup=league.games_per_lineup,
-        external=tuple(league.external),
-    )
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in dataclasses.asdict(cfg.league).items()}
+    return LeagueSettings(players=players(cfg), **fields)
 
 
 def first_matchmaker(cfg: TrainConfig, pool: SnapshotPool) -> Matchmaker:

@@ -90,7 +90,7 @@ def open_league(options: dict[str, str], command: str):
     if unknown:
         raise UserError(f"bots: unknown bot {unknown[0]!r}: choose from {', '.join(bot_names())}")
     rated = bots if command == "play" else ()
-    settings = LeagueSettings(players=players, max_snapshots=0, training_bots=(), rated_bots=rated, with_main=False)
+    settings = LeagueSettings(players=players, max_snapshots=0, bots=(), rated_bots=rated, with_main=False)
     return League(store, settings, options.get("variant", "classic"))
 
 

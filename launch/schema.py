@@ -37,20 +37,18 @@ from omegaconf import MISSING
 
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
+from policies.league.league import LeagueSettings
 from policies.networks import NetworkConfig
 
 
-def _bot_names() -> tuple[str, ...]:
-    from policies.bots import BOT_NAMES
-
-    return BOT_NAMES
-
-
-def _editable_copy(frozen: type, name: str) -> type:
-    """A mutable dataclass with `frozen`'s fields, types and defaults: OmegaConf cannot merge into a frozen one."""
+def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = ()) -> type:
+    """A mutable dataclass with `frozen`'s fields (less `exclude`), types and defaults: OmegaConf cannot merge
+    into a frozen one."""
     types = typing.get_type_hints(frozen)
     specs = []
     for f in dataclasses.fields(frozen):
+        if f.name in exclude:
+            continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if isinstance(default, (list, tuple, dict)):
             specs.append((f.name, types[f.name], field(default_factory=lambda d=default: type(d)(d))))
@@ -163,35 +161,9 @@ class DQNSettings:
 ALGO_SCHEMAS = {"ppo": PPOSettings, "dqn": DQNSettings}
 
 
-@dataclass
-class LeagueConfig:
-    snapshot_every: int = 10
-    """Training iterations between snapshots of main joining the league."""
-    snapshot_win_rate: float | None = None
-    """Also freeze main when, in a rating round, it finishes ahead of the others this often (None: off)."""
-    max_snapshots: int = 8
-    """Active snapshots (one RLlib module slot each); beyond it the lowest-rated snapshot is evicted."""
-    bots: list[str] = field(default_factory=lambda: ["random", "hybrid"])
-    """Seed bots main trains against, as fixed modules (policies.bots names)."""
-    rated_bots: list[str] = field(default_factory=lambda: list(_bot_names()))
-    """Seed bots that are league members in the rating rounds (default: every seed bot)."""
-    external: list[str] = field(default_factory=list)
-    """Agents from other runs in the rating rounds: run, checkpoint or policy folders (ckpt:<path>)."""
-    main_weight: float = 0.5
-    """Share of opponent seats that are main itself (pure self-play)."""
-    snapshot_weight: float = 0.3
-    """Share of opponent seats that are snapshots (goes to main until one exists)."""
-    bot_weight: float = 0.2
-    """Share of opponent seats that are bots."""
-    pfsp: str = "squared"
-    """Prioritized fictitious self-play weighting f(x), x = main's chance to finish ahead: squared, linear,
-    variance or uniform."""
-    pfsp_rounds: int = 3
-    """Rating rounds whose games set the PFSP chances."""
-    lineups: int = 8
-    """Line-ups of distinct members per rating round (one every eval.every iterations); half include main."""
-    games_per_lineup: int = 40
-    """Games per line-up (seats rotate: a multiple of the player count seats everyone equally)."""
+LeagueConfig = _editable_copy(LeagueSettings, "LeagueConfig", exclude=("players", "with_main"))
+"""The league (conf/league): the fields of `policies.league.league.LeagueSettings`, whose docstrings say what
+each means; the player count comes from the variant."""
 
 
 @dataclass

@@ -19,7 +19,7 @@ Snapshot rule (`LeagueSettings`)
 
 Matchmaking (`matchmaker`, a `policies.league.pool.Matchmaker`)
     One seat is always main. Every other seat is main (``main_weight``: pure
-    self-play), a seed bot of ``training_bots`` (``bot_weight``) or an active
+    self-play), a seed bot of ``bots`` (``bot_weight``) or an active
     snapshot (``snapshot_weight``). Within snapshots and within bots, an
     opponent is drawn with weight ``f(x)`` (prioritized fictitious self-play,
     `policies.league.ratings.PFSP_WEIGHTINGS`, named by ``pfsp``), where x is
@@ -56,20 +56,37 @@ SNAPSHOT_DIR = "league"
 
 @dataclass(frozen=True)
 class LeagueSettings:
+    """How a league behaves; `launch.schema.LeagueConfig` (conf/league) is an editable copy of these fields."""
+
     players: int
-    max_snapshots: int = 8
+    """Seats per game (2-4): the size of every line-up."""
     snapshot_every: int = 10
+    """Training iterations between snapshots of main joining the league."""
     snapshot_win_rate: float | None = None
-    training_bots: tuple[str, ...] = ("random", "hybrid")
+    """Also freeze main when, in a rating round, it finishes ahead of the others this often (None: off)."""
+    max_snapshots: int = 8
+    """Active snapshots (one RLlib module slot each); beyond it the lowest-rated snapshot is evicted."""
+    bots: tuple[str, ...] = ("random", "hybrid")
+    """Seed bots main trains against, as fixed modules (policies.bots names)."""
     rated_bots: tuple[str, ...] = ()
-    main_weight: float = 0.5
-    snapshot_weight: float = 0.3
-    bot_weight: float = 0.2
-    pfsp: str = "squared"
-    pfsp_rounds: int = 3
-    lineups: int = 8
-    games_per_lineup: int = 40
+    """Further seed bots that are league members in the rating rounds (conf/league: every seed bot)."""
     external: tuple[str, ...] = ()
+    """Agents from other runs in the rating rounds: run, checkpoint or policy folders (ckpt:<path>)."""
+    main_weight: float = 0.5
+    """Share of opponent seats that are main itself (pure self-play)."""
+    snapshot_weight: float = 0.3
+    """Share of opponent seats that are snapshots (goes to main until one exists)."""
+    bot_weight: float = 0.2
+    """Share of opponent seats that are bots."""
+    pfsp: str = "squared"
+    """Prioritized fictitious self-play weighting f(x), x = main's chance to finish ahead: squared, linear,
+    variance or uniform."""
+    pfsp_rounds: int = 3
+    """Rating rounds whose games set the PFSP chances."""
+    lineups: int = 8
+    """Line-ups of distinct members per rating round (one every eval.every iterations); half include main."""
+    games_per_lineup: int = 40
+    """Games per line-up (seats rotate: a multiple of the player count seats everyone equally)."""
     with_main: bool = True
     """A training league has the learner as member ``main``; a cross-run league does not."""
 
@@ -99,7 +116,7 @@ class League:
         with store.transaction():
             if settings.with_main:
                 store.ensure_member(MAIN_MEMBER, "main", "main")
-            for bot in dict.fromkeys((*settings.rated_bots, *settings.training_bots)):
+            for bot in dict.fromkeys((*settings.rated_bots, *settings.bots)):
                 store.ensure_member(bot, "bot", bot)
             for spec in settings.external:
                 self.add_external(spec)
@@ -211,7 +228,7 @@ class League:
             return weigh(ahead_rate(records.get((main.id, member.id))))
 
         ordered = sorted(slots.items(), key=lambda item: (item[1].iteration or 0, item[1].id))
-        bots = [self.store.member(b) for b in settings.training_bots]
+        bots = [self.store.member(b) for b in settings.bots]
         return Matchmaker(
             settings.players,
             snapshots=tuple(snapshot_id(slot) for slot, _ in ordered),

@@ -71,17 +71,17 @@ def names(members) -> list[str]:
 
 # ---------------------------------------------------------------------------- members
 def test_main_and_the_bots_become_members_once(make_league):
-    league = make_league(training_bots=("random", "hybrid"), rated_bots=("fast", "hybrid"))
+    league = make_league(bots=("random", "hybrid"), rated_bots=("fast", "hybrid"))
     members = league.store.members()
     assert [(m.name, m.kind, m.spec) for m in members] == [
         (MAIN_MEMBER, "main", "main"), ("fast", "bot", "fast"), ("hybrid", "bot", "hybrid"),
         ("random", "bot", "random")]
     assert all(m.active for m in members)
     # the same league opened again (a resumed run) adds nobody; a new training bot joins
-    again = League(league.store, LeagueSettings(players=4, training_bots=("random", "hybrid", "defensive"),
+    again = League(league.store, LeagueSettings(players=4, bots=("random", "hybrid", "defensive"),
                                                 rated_bots=("fast",)), "classic")
     assert names(again.store.members()) == [MAIN_MEMBER, "fast", "hybrid", "random", "defensive"]
-    cross_run = make_league("cross", with_main=False, training_bots=(), rated_bots=("random", "fast"))
+    cross_run = make_league("cross", with_main=False, bots=(), rated_bots=("random", "fast"))
     assert names(cross_run.store.members()) == ["random", "fast"]
 
 
@@ -221,7 +221,7 @@ def test_a_snapshot_is_due_every_k_iterations(make_league):
 
 
 def test_a_snapshot_is_due_when_main_finished_ahead_often_enough_in_the_last_round(make_league):
-    settings = {"snapshot_every": 0, "snapshot_win_rate": 0.6, "training_bots": ("random", "fast", "aggressive"),
+    settings = {"snapshot_every": 0, "snapshot_win_rate": 0.6, "bots": ("random", "fast", "aggressive"),
                 "lineups": 4, "games_per_lineup": 40}
     league = make_league(**settings)
     assert not league.snapshot_due(3, None)  # no round yet
@@ -244,7 +244,7 @@ def test_a_snapshot_is_due_when_main_finished_ahead_often_enough_in_the_last_rou
     result = league.rating_round(RULES, seed=4, main_player=NamedBot("heuristic000"), iteration=6)
     assert result.iteration == 6 and result.main_vs_league >= 0.6 and league.snapshot_due(6, 3)
 
-    weak = make_league("weak", **{**settings, "training_bots": ("heuristic000", "hybrid", "defensive")})
+    weak = make_league("weak", **{**settings, "bots": ("heuristic000", "hybrid", "defensive")})
     result = weak.rating_round(RULES, seed=3, main_player=NamedBot("random"), iteration=3)
     assert result.main_vs_league < 0.6
     assert not weak.snapshot_due(3, None)
@@ -264,7 +264,7 @@ def record_round(league: League, games: list[tuple[tuple[int, ...], tuple[int, .
         league.store.add_matches(round_id, "classic", games * times)
 
 
-PFSP_SETTINGS = {"max_snapshots": 3, "training_bots": ("random", "hybrid"), "main_weight": 0.4,
+PFSP_SETTINGS = {"max_snapshots": 3, "bots": ("random", "hybrid"), "main_weight": 0.4,
                  "snapshot_weight": 0.4, "bot_weight": 0.2}
 
 
@@ -336,7 +336,7 @@ def test_the_matchmakers_seats_follow_its_opponent_weights_and_always_include_ma
 
 
 # ---------------------------------------------------------------------------- rating rounds
-BOTS_ONLY = {"with_main": False, "training_bots": ("random",),
+BOTS_ONLY = {"with_main": False, "bots": ("random",),
              "rated_bots": ("fast", "hybrid", "heuristic000", "defensive"), "lineups": 8, "games_per_lineup": 40}
 
 
@@ -383,7 +383,7 @@ def test_a_rating_round_is_reproducible_from_its_seed(make_league):
 
 
 def test_a_round_without_mains_player_leaves_main_out(make_league):
-    league = make_league(training_bots=("random", "fast", "hybrid", "defensive"), lineups=4, games_per_lineup=8)
+    league = make_league(bots=("random", "fast", "hybrid", "defensive"), lineups=4, games_per_lineup=8)
     main = league.store.member(MAIN_MEMBER)
     result = league.rating_round(RULES, seed=1)
     assert result.main_ahead == {} and result.main_vs_league is None and MAIN_MEMBER not in result.ratings
@@ -395,7 +395,7 @@ def test_a_round_without_mains_player_leaves_main_out(make_league):
 
 
 def test_a_round_with_main_seats_it_in_every_other_line_up(make_league):
-    league = make_league(training_bots=("random", "fast", "hybrid", "defensive"), lineups=6, games_per_lineup=8)
+    league = make_league(bots=("random", "fast", "hybrid", "defensive"), lineups=6, games_per_lineup=8)
     main = league.store.member(MAIN_MEMBER)
     result = league.rating_round(RULES, seed=2, main_player=NamedBot("hybrid", MAIN_MEMBER), iteration=4)
     matches = league.store.matches(result.round_id)
@@ -448,7 +448,7 @@ def test_round_robin_needs_enough_members():
 
 
 def test_a_round_robin_round_rates_every_pairing(make_league):
-    league = make_league(with_main=False, training_bots=(), rated_bots=("random", "fast", "hybrid", "defensive",
+    league = make_league(with_main=False, bots=(), rated_bots=("random", "fast", "hybrid", "defensive",
                                                                           "heuristic000"))
     ids = [m.id for m in league.store.members()]
     lineups, per_lineup = round_robin(ids, 4, 40, seed=0)
