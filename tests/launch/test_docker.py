@@ -10,14 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from omegaconf import OmegaConf
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-import launch.train  # noqa: F401  (registers the resolver the config uses)
 from launch import build
-from launch.cli import compose
-from launch.schema import check
+from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -136,8 +133,7 @@ def test_the_training_command_composes_and_fits_the_cluster_compose_starts():
     assert a + b == 1 + workers + 1  # it waits for the head, every worker and its own node
     train = steps[2]
     assert train[:3] == ["exec", "python", "launch/train.py"]
-    cfg = OmegaConf.to_object(compose("config", [*train[3:], "run_dir=/tmp/unused"]))
-    check(cfg)
+    cfg = train_config(*train[3:])
     cpus = [int(re.search(r"--num-cpus=(\d+)", with_defaults(services[s]["command"])).group(1))
             for s in ("ray-head", "ray-worker")]
     build.check_resources(cfg, {"CPU": cpus[0] + workers * cpus[1]})  # what Ray reports once all joined

@@ -4,16 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import ray
-from omegaconf import OmegaConf
 
 import launch.train as train
 from launch import build
-from launch.cli import compose
 from launch.runs import RunState
-from launch.schema import check
 from policies.league.league import League
 from policies.league.pool import MAIN
 from policies.league.store import LeagueStore
+from tests.launch.configs import train_config
 
 
 def _flat(state) -> dict[str, np.ndarray]:
@@ -28,10 +26,8 @@ def _flat(state) -> dict[str, np.ndarray]:
 
 @pytest.fixture
 def algo_and_league(tmp_path):
-    overrides = ["+exp=smoke", "resources.env_runners=1", "resources.envs_per_runner=2", "wandb.mode=disabled",
-                 f"run_dir={tmp_path}"]
-    cfg = OmegaConf.to_object(compose("config", overrides))
-    check(cfg)
+    cfg = train_config("+exp=smoke", "resources.env_runners=1", "resources.envs_per_runner=2",
+                       "wandb.mode=disabled", run_dir=str(tmp_path))
     pool = build.make_pool(cfg)
     league = League(LeagueStore.open(tmp_path), build.league_settings(cfg), cfg.variant.name)
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)

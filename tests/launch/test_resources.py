@@ -9,22 +9,17 @@ from pathlib import Path
 
 import pytest
 import ray
-from omegaconf import OmegaConf
 
-import launch.train  # noqa: F401  (registers the resolver the config uses)
 from launch import build
 from launch.cli import UserError, compose
-from launch.schema import check
+from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RESOURCES = sorted(p.stem for p in (ROOT / "conf" / "resources").glob("*.yaml"))
 EXPERIMENTS = ["dqn_selfplay", "ppo_selfplay"]
 
 
-def config(*overrides: str):
-    cfg = OmegaConf.to_object(compose("config", [*overrides, "run_dir=/tmp/unused"]))
-    check(cfg)
-    return cfg
+config = train_config
 
 
 @pytest.fixture

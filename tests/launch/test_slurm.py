@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-import launch.train  # noqa: F401  (registers the resolver the config uses)
 from launch import build
 from launch.cli import UserError, compose
-from launch.schema import check
 from launch.wait_for_nodes import alive, wait
+from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SBATCH = ROOT / "launch" / "slurm" / "train.sbatch"
@@ -112,8 +111,7 @@ def test_the_training_command_composes_and_fits_the_default_allocation(job):
     start("+exp=dqn_selfplay").communicate(timeout=60)
     command = shlex.split(next(line for line in lines() if line.startswith("python launch/train.py")))
     overrides = command[2:command.index("|")]
-    cfg = OmegaConf.to_object(compose("config", [*overrides, "run_dir=/tmp/unused"]))
-    check(cfg)
+    cfg = train_config(*overrides)
     assert cfg.resources.ray_address == "10.9.8.7:6379"
     sbatch = sbatch_defaults()
     nodes = int(sbatch["nodes"])

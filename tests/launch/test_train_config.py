@@ -9,23 +9,18 @@ from pathlib import Path
 
 import pytest
 import ray
-from omegaconf import OmegaConf
 
-import launch.train  # noqa: F401  (registers the resolver the config uses)
 from launch import build
-from launch.cli import UserError, compose
+from launch.cli import UserError
 from launch.runs import RunDir, RunState, merge_overrides
-from launch.schema import check
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
+from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "exp").glob("*.yaml"))
 
 
-def config(*overrides: str):
-    cfg = OmegaConf.to_object(compose("config", [*overrides, "run_dir=/tmp/unused"]))
-    check(cfg)
-    return cfg
+config = train_config
 
 
 @pytest.mark.parametrize("exp", EXPERIMENTS)
