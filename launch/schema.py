@@ -158,7 +158,9 @@ class DQNSettings:
     """Save the replay buffer with each checkpoint (large); off: a resumed run refills it."""
 
 
-ALGO_SCHEMAS = {"ppo": PPOSettings, "dqn": DQNSettings}
+RLLIB_ALGOS = ("ppo", "dqn")
+"""Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/trainers/<name>.py``."""
+ALGO_SCHEMAS: dict[str, type] = {"ppo": PPOSettings, "dqn": DQNSettings}
 
 
 LeagueConfig = _editable_copy(LeagueSettings, "LeagueConfig", exclude=("players", "with_main"))

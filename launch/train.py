@@ -40,7 +40,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from launch.cli import UserError, compose, fail, one_line  # noqa: E402
 from launch.runs import RunDir, RunState, merge_overrides, write_json  # noqa: E402
-from launch.schema import TrainConfig, check  # noqa: E402
+from launch.schema import RLLIB_ALGOS, TrainConfig, check  # noqa: E402
 
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
 
@@ -63,6 +63,11 @@ def train(dict_cfg: DictConfig) -> None:
         build.check_resources(cfg)  # what Ray could never grant here would make it wait forever
     except Exception as err:  # a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
+    if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation loops own their run folders
+        import importlib
+
+        importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg)
+        return
     run = RunDir(cfg.run_dir)
     state, resume_from = find_resume_point(cfg, run)
     if resume_from is None:

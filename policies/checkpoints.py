@@ -36,16 +36,31 @@ class PolicyFileError(ValueError):
     """A policy folder that cannot be loaded; one line for the user."""
 
 
-def write_policy(dest: str | Path, kind: str, model_config: dict[str, Any], state_dict: dict[str, Any]) -> Path:
-    """Write a policy folder at `dest` atomically (a temporary sibling, then one rename)."""
-    from ludo_env.observations import obs_dim
+AGENT_LOADERS = {
+    "ga_ann": "policies.evolution:load_player",
+    "td_value": "policies.td_lambda:load_player",
+}
+"""Policy kinds that are not RLlib modules, and the ``module:function(folder, meta, spec) -> Player`` that plays
+each; ``ppo`` and ``dqn`` folders are RLModules (`load_policy`)."""
 
+
+def write_policy(dest: str | Path, kind: str, model_config: dict[str, Any], state_dict: dict[str, Any],
+                 obs_dim: int | None = None) -> Path:
+    """Write a policy folder at `dest` atomically (a temporary sibling, then one rename).
+
+    `obs_dim` defaults to the width of the encoder ``model_config["obs"]``; give it for inputs that are not
+    one of `ludo_env.observations.ENCODERS` (a value function's afterstate features).
+    """
+    from ludo_env.observations import obs_dim as encoder_dim
+
+    if obs_dim is None:
+        obs_dim = encoder_dim(model_config["obs"])
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
     try:
         meta = {"format": POLICY_FORMAT, "kind": kind, "model_config": _plain(model_config),
-                "obs_dim": obs_dim(model_config["obs"])}
+                "obs_dim": int(obs_dim)}
         (tmp / POLICY_JSON).write_text(json.dumps(meta, indent=1) + "\n")
         torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, tmp / WEIGHTS)
         if dest.exists():
@@ -83,6 +98,41 @@ def find_policy(path: str | Path) -> Path:
     )
 
 
+def read_meta(folder: Path) -> dict[str, Any]:
+    """``policy.json`` of a policy folder, checked for the format; `PolicyFileError` if unreadable."""
+    try:
+        meta = json.loads((folder / POLICY_JSON).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise PolicyFileError(f"'{folder / POLICY_JSON}' is unreadable: {err}") from None
+    if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
+        raise PolicyFileError(f"'{folder / POLICY_JSON}' is not a {POLICY_FORMAT} file")
+    return meta
+
+
+def load_agent_player(path: str | Path, spec: str):
+    """The `Player` of a policy folder whose kind is in `AGENT_LOADERS`, else None (an RLModule or no policy)."""
+    import importlib
+
+    try:
+        folder = find_policy(path)
+    except PolicyFileError:
+        return None
+    meta = read_meta(folder)
+    target = AGENT_LOADERS.get(meta.get("kind"))
+    if target is None:
+        return None
+    module_name, _, function = target.partition(":")
+    return getattr(importlib.import_module(module_name), function)(folder, meta, spec)
+
+
+def load_weights(folder: Path) -> dict[str, Any]:
+    """The tensors of ``weights.pt``, loaded with ``weights_only`` (no code runs); `PolicyFileError` if damaged."""
+    try:
+        return torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
+
+
 def load_policy(path: str | Path):
     """The RLModule saved at `path` (see `find_policy`), weights loaded, in eval mode."""
     from ludo_env.core import ACTION_SPACE, observation_space
@@ -90,12 +140,7 @@ def load_policy(path: str | Path):
     from policies.modules import module_spec
 
     folder = find_policy(path)
-    try:
-        meta = json.loads((folder / POLICY_JSON).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise PolicyFileError(f"'{folder / POLICY_JSON}' is unreadable: {err}") from None
-    if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
-        raise PolicyFileError(f"'{folder / POLICY_JSON}' is not a {POLICY_FORMAT} file")
+    meta = read_meta(folder)
     kind, model_config = meta.get("kind"), meta.get("model_config")
     if kind not in ("ppo", "dqn") or not isinstance(model_config, dict) or "obs" not in model_config:
         raise PolicyFileError(f"'{folder / POLICY_JSON}' lacks kind (ppo or dqn) or model_config.obs")
@@ -111,8 +156,8 @@ def load_policy(path: str | Path):
         raise
     except Exception as err:  # an encoder or network this version does not know
         raise PolicyFileError(f"'{folder}': cannot rebuild the module: {' '.join(str(err).split())}") from None
+    state = load_weights(folder)
     try:
-        state = torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
         missing, unexpected = module.load_state_dict(state, strict=False)
     except Exception as err:
         raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None

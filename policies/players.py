@@ -252,14 +252,21 @@ class CheckpointPlayer:
 TRAINING_ONLY = {"torch", "ray", "gymnasium"}
 
 
-def _load_checkpoint_player(spec: str) -> CheckpointPlayer:
+def _load_checkpoint_player(spec: str) -> Player:
     path = spec[len("ckpt:") :]
     if not path:
         raise PlayerSpecError(f"player '{spec}' names no checkpoint: use ckpt:<path>")
     if not Path(path).exists():
         raise PlayerSpecError(f"player '{spec}': checkpoint '{path}' does not exist")
     try:
+        from policies.checkpoints import PolicyFileError, load_agent_player
+
+        agent = load_agent_player(path, spec)  # a GA network or a TD(lambda) value: no RLlib needed
+        if agent is not None:
+            return agent
         from policies.modules import load_checkpoint_player
+    except PolicyFileError as err:
+        raise PlayerSpecError(f"player '{spec}': {_one_line(err)}") from err
     except ModuleNotFoundError as err:
         missing = (err.name or "").split(".")[0]
         if err.name == "policies.modules" or missing in TRAINING_ONLY:
