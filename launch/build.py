@@ -65,6 +65,8 @@ def main_model_config(cfg: TrainConfig) -> dict[str, Any]:
         "variant": rules_mapping(cfg),
         "players": players(cfg),
         "network": dataclasses.asdict(cfg.network),
+        # What the value head learned to predict: a search that reads the critic needs the shaping to undo it.
+        "reward": dataclasses.asdict(cfg.reward),
     }
     algo = cfg.algo
     if algo.name == "dqn":
