@@ -10,7 +10,9 @@ holds one as ``league.db`` (a training run's folder works: its snapshots are
 already members); default ``outputs/league/league.db``, created on first use.
 
 ``add`` takes training run folders (their newest checkpoint's policy), their
-checkpoints, policy folders, or the same prefixed with ``ckpt:``. Each joins
+checkpoints, policy folders, or the same prefixed with ``ckpt:`` (PPO, DQN,
+the GA network, a TD(λ) value), and look-ahead players over them
+(``search:<path>?depth=2``, ``mcts:<path>?sims=64``; quote them). Each joins
 as an *external* member named after its run and iteration (``name=`` for a
 single source), and is evaluated against 3 ``random`` and 3 ``hybrid``
 (``panel_games`` games each) for the table. Adding the same policy twice is
@@ -52,7 +54,7 @@ def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
     command, sources, options = argv[0], [], {}
     for arg in argv[1:]:
         key, eq, value = arg.partition("=")
-        if eq and not key.startswith("ckpt:") and "/" not in key:
+        if eq and not key.startswith(("ckpt:", "search:", "mcts:")) and "/" not in key:
             if key not in COMMANDS[command]:
                 raise UserError(f"unknown option {key!r} for {command}: allowed {', '.join(sorted(COMMANDS[command]))}")
             options[key] = value
@@ -124,6 +126,8 @@ def standings(store) -> str:
 def main(argv: list[str]) -> None:
     command, sources, options = parse(argv)
     from policies.checkpoints import PolicyFileError, find_policy
+    from policies.league.league import LOOKAHEAD_PREFIXES
+    from policies.players import make_player
     from policies.league.store import LeagueStore, LeagueStoreError
 
     try:
@@ -138,7 +142,10 @@ def main(argv: list[str]) -> None:
         if "name" in options and len(sources) > 1:
             raise UserError("name= names a single source: add one at a time to name each")
         for source in sources:
-            find_policy(source.removeprefix("ckpt:"))
+            if source.startswith(LOOKAHEAD_PREFIXES):
+                make_player(source)  # its options too, not only its policy
+            else:
+                find_policy(source.removeprefix("ckpt:"))
         league = open_league(options, command)
         players = league.settings.players
         rules = rules_of(options, players)

@@ -18,8 +18,14 @@ every game in which that player is to move.
     your own bot (below). The module is imported as Python would from the
     current directory.
 ``ckpt:<path>``
-    a learned checkpoint, loaded by ``policies.modules.load_checkpoint_player``
-    (needs the training extra: torch and ray).
+    a saved agent: a PPO or DQN policy (``policies.modules.load_checkpoint_player``,
+    needs torch and ray), or an agent kind of ``policies.checkpoints.AGENT_LOADERS``
+    (the GA-evolved network, a TD(λ) value played greedily).
+``search:<path>?depth=2&opponent=maxn``
+    expectimax over the dice on the value saved at `path` (``policies.search``).
+``mcts:<path>?sims=64``
+    Monte Carlo tree search with chance nodes, a PPO policy as prior and its
+    critic at the leaves (``policies.mcts``).
 
 A bad spec raises `PlayerSpecError` with one line that lists what is allowed.
 
@@ -93,7 +99,8 @@ def bot_names() -> tuple[str, ...]:
 
 def allowed_specs() -> str:
     """The one-line list of accepted specs, for error messages."""
-    return f"use a bot name ({', '.join(bot_names())}), py:package.module:ClassName, or ckpt:<path>"
+    return (f"use a bot name ({', '.join(bot_names())}), py:package.module:ClassName, ckpt:<path>, "
+            "search:<path>?depth=2 or mcts:<path>?sims=64")
 
 
 def make_player(spec: str, seed: int = 0) -> Player:
@@ -105,6 +112,8 @@ def make_player(spec: str, seed: int = 0) -> Player:
         return _load_python_player(spec, seed)
     if spec.startswith("ckpt:"):
         return _load_checkpoint_player(spec)
+    if spec.startswith(("search:", "mcts:")):
+        return _load_search_player(spec, seed)
     if spec in bot_names():
         return BotPlayer(spec, seed)
     raise PlayerSpecError(f"unknown player '{spec}': {allowed_specs()}")
@@ -280,6 +289,25 @@ def _load_checkpoint_player(spec: str) -> Player:
     except ValueError as err:  # not a module checkpoint: its message is already one line for the user
         raise PlayerSpecError(f"player '{spec}': {_one_line(err)}") from err
     return CheckpointPlayer(spec, module)
+
+
+def _load_search_player(spec: str, seed: int) -> Player:
+    from policies.checkpoints import PolicyFileError
+
+    try:
+        if spec.startswith("search:"):
+            from policies.search import make_search_player
+
+            return make_search_player(spec, seed)
+        from policies.mcts import make_mcts_player
+
+        return make_mcts_player(spec, seed)
+    except ModuleNotFoundError as err:
+        raise PlayerSpecError(f"player '{spec}': needs torch and ray[rllib] (pip install -e .); "
+                              f"missing module '{err.name}'") from err
+    except (PolicyFileError, ValueError) as err:
+        message = _one_line(err)
+        raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
 
 
 def _one_line(err: BaseException) -> str:

@@ -127,21 +127,18 @@ class League:
         return self.store.path.parent
 
     def add_external(self, spec: str, name: str | None = None) -> Member:
-        """An agent from elsewhere (``ckpt:<run, checkpoint or policy folder>``), by a name derived from its path."""
-        from policies.checkpoints import find_policy
-
-        if not spec.startswith("ckpt:"):
-            spec = f"ckpt:{spec}"
-        policy = find_policy(spec[len("ckpt:"):]).resolve()
+        """An agent from elsewhere, by a name derived from its path: a run, checkpoint or policy folder (with or
+        without ``ckpt:``), or a look-ahead player over one (``search:<path>?...``, ``mcts:<path>?...``)."""
+        spec = normalized_external(spec)
         for member in self.store.members(kinds=["external"]):
-            if member.spec == f"ckpt:{policy}":
+            if member.spec == spec:
                 return member
-        name = name or external_name(policy)
+        name = name or external_spec_name(spec)
         taken = {m.name for m in self.store.members()}
         base, k = name, 2
         while name in taken:
             name, k = f"{base}#{k}", k + 1
-        return self.store.add_member(name, "external", f"ckpt:{policy}")
+        return self.store.add_member(name, "external", spec)
 
     def fill_panels(self, panel_of) -> None:
         """Give every active bot and external member without one its panel record, ``panel_of(member)``."""
@@ -258,10 +255,14 @@ class League:
         if member.kind == "bot":
             return make_player(member.spec)
         if member.name not in self._players:
-            from policies.modules import load_checkpoint_player
+            if member.kind == "external":  # any saved agent or search over one: whatever the spec names
+                player = make_player(member.spec)
+                player.name = member.name
+            else:
+                from policies.modules import load_checkpoint_player
 
-            self._players[member.name] = CheckpointPlayer(member.name,
-                                                          load_checkpoint_player(self.policy_folder(member)))
+                player = CheckpointPlayer(member.name, load_checkpoint_player(self.policy_folder(member)))
+            self._players[member.name] = player
         return self._players[member.name]
 
     def rating_round(self, rules, seed: int, *, main_player=None, iteration: int | None = None,
@@ -346,6 +347,33 @@ def play_lineup(players: Sequence[Any], member_ids: Sequence[int], rules, games:
         out.append((tuple(int(member_ids[e]) for e in entries),
                     tuple(int(result.places[g, e]) for e in entries)))
     return out
+
+
+LOOKAHEAD_PREFIXES = ("search:", "mcts:")
+
+
+def normalized_external(spec: str) -> str:
+    """`spec` with its policy path made absolute (``ckpt:`` added to a bare path); checks the policy is there."""
+    from policies.checkpoints import find_policy
+
+    for prefix in LOOKAHEAD_PREFIXES:
+        if spec.startswith(prefix):
+            path, sep, query = spec[len(prefix):].partition("?")
+            find_policy(path)
+            return f"{prefix}{Path(path).resolve()}{sep}{query}"
+    return f"ckpt:{find_policy(spec.removeprefix('ckpt:')).resolve()}"
+
+
+def external_spec_name(spec: str) -> str:
+    """``run@iter`` for a policy; a search adds its settings: ``run@iter:search-depth=2``."""
+    from policies.checkpoints import find_policy
+
+    for prefix in LOOKAHEAD_PREFIXES:
+        if spec.startswith(prefix):
+            path, _, query = spec[len(prefix):].partition("?")
+            settings = "-".join(query.split("&")) if query else ""
+            return f"{external_name(find_policy(path).resolve())}:{prefix[:-1]}{'-' + settings if settings else ''}"
+    return external_name(Path(spec.removeprefix("ckpt:")))
 
 
 def external_name(policy: Path) -> str:
