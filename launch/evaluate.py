@@ -3,6 +3,7 @@
     python launch/evaluate.py players='[hybrid,random,random,random]' games=10000 variant=classic seed=0
     python launch/evaluate.py players='[py:mybots:FurthestBehind,fast]' variant=ucsd variant.blockades=true
     python launch/evaluate.py players='[ckpt:runs/ppo/module,hybrid,hybrid,hybrid]' games=2000
+    python launch/evaluate.py players='[hybrid,random,random,random]' games=5 variant=pyludo record=records.jsonl
 
 Configuration: ``conf/evaluate.yaml``, typed by `EvaluateConfig` below.
 `players` lists one spec per seat (a bot name, ``py:package.module:Class``
@@ -12,7 +13,9 @@ or ``ckpt:<path>``, see `policies.players`); its length is the player count.
 progress bar to stderr, the JSON report to `out` (default: the Hydra run
 folder ``outputs/evaluate/<time>/evaluate.json``; the working directory
 never changes). Seating, dice, ratings and game length are defined in
-`policies.tournament`.
+`policies.tournament`. ``record=<file>`` appends every decision of the entry
+``record_player`` (default 0) to a JSONL record file (`policies.records`), the
+data ``+exp=imitate`` learns from.
 
 Any user error (an unknown key, a value of the wrong type, a bad player spec,
 rules the variant refuses, a bot that answers illegally) prints one line to
@@ -52,6 +55,11 @@ class EvaluateConfig:
     progress: bool = True
     out: str | None = None
     """Where the JSON report goes; default the Hydra run folder."""
+    record: str | None = None
+    """Append every decision of entry `record_player` to this JSONL record file (policies.records), e.g. for
+    +exp=imitate; plays on the generic path (the same games)."""
+    record_player: int = 0
+    """The entry (index into `players`) whose decisions `record` keeps."""
 
 
 ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
@@ -83,6 +91,8 @@ def evaluate(cfg: EvaluateConfig) -> Path:
             max_plies=cfg.max_plies,
             chunk=cfg.chunk,
             path=cfg.path,
+            record=cfg.record,
+            record_entry=cfg.record_player,
         )
     except (RulesError, PlayerSpecError, PlayerError, TournamentError) as err:
         raise UserError(str(err)) from None
@@ -91,6 +101,9 @@ def evaluate(cfg: EvaluateConfig) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.to_json() + "\n")
     print(f"report: {out}")
+    if cfg.record:
+        print(f"records: {cfg.record} (decisions of entry {cfg.record_player}, {cfg.players[cfg.record_player]}, "
+              "appended)")
     return out
 
 

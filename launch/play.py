@@ -20,6 +20,11 @@ Arguments (``conf/play.yaml``, typed by `PlayConfig`):
 * ``delay`` (default 0): seconds to pause after each opponent move.
 * ``auto_forced`` (default true): when only one of your tokens can move, it
   moves at once (and says so).
+* ``record`` (default ``outputs/play/records.jsonl``): every move of yours,
+  forced ones too, is appended to this JSONL record file as it is made
+  (`policies.records`: the position, the die, the legal tokens, your choice),
+  the data ``python launch/train.py +exp=imitate`` learns from (seed 001
+  trained its network on a person's games). ``record=null`` records nothing.
 
 How it plays
 ------------
@@ -89,6 +94,8 @@ class PlayConfig:
     """Seconds to pause after each opponent move."""
     auto_forced: bool = True
     """Play your only legal move without asking."""
+    record: str | None = "outputs/play/records.jsonl"
+    """JSONL record file your moves are appended to (policies.records); None records nothing."""
 
 
 ConfigStore.instance().store(name="play_schema", node=PlayConfig)
@@ -290,6 +297,14 @@ class Table:
         self.names = [COLOUR_NAMES[colours[s]] for s in range(rules.players)]
         self.players = {s: "you" if s == self.you else _short(opponents[s].name) for s in range(rules.players)}
         self.labels = {colours[s]: (self.names[s], self.players[s]) for s in range(rules.players)}
+        self.recorder = None
+        if cfg.record:
+            from datetime import UTC, datetime
+
+            from policies.records import RecordWriter
+
+            self.recorder = RecordWriter(cfg.record, rules, "human")
+            self.game_id = f"play:{seed}:{datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
@@ -308,6 +323,8 @@ class Table:
         self.say(f"{self.rules.name} Ludo, {self.rules.players} players, seed {self.seed} "
                  f"(replay with seed={self.seed}). You are {self.who(self.you)}; against {opponents}.")
         self.say("Type the number of the token to move and Enter; q quits.")
+        if self.recorder is not None:
+            self.say(f"Your moves are appended to {self.recorder.path} (record=null turns this off).")
         while not game.over:
             seat = game.current
             die = int(dice.die(game.rng, 0))  # the draw Game.roll() makes itself, taken here to show it
@@ -325,6 +342,8 @@ class Table:
                 else:
                     token = self.choose(die, legal)
                     self.say(f"{self.who(seat)} rolls {die}: {describe_move(game, token, self.names)}")
+                if self.recorder is not None:
+                    self.recorder.write([self.game_id], game.state[None], game.legal_mask()[None], [token])
             else:
                 mask = game.legal_mask()[None].astype(np.int8)
                 token = int(self.opponents[seat].act(game.state[None].copy(), game.table, mask)[0])

@@ -15,13 +15,15 @@ obs         `ObsConfig`                       egocentric, seed000_raw62, seed000
 reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        `PPOSettings` / `DQNSettings`     ppo, dqn
+            `GASettings`, `ImitateSettings`   ga, imitate (seed 001; launch/trainers)
+            `TDLambdaSettings`                td_lambda (seed 004; launch/trainers)
 league      `LeagueConfig`                    pfsp, uniform
 resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
 eval        `EvalConfig`                      panel
 checkpoint  `CheckpointConfig`                every10
 wandb       `WandbConfig`                     offline
-exp         (``# @package _global_`` bundles) dqn_selfplay, ppo_selfplay, smoke
+exp         (``# @package _global_`` bundles) dqn_selfplay, ppo_selfplay, smoke, ga_ann, imitate, td_lambda
 ==========  ================================  =========================================
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -158,9 +161,100 @@ class DQNSettings:
     """Save the replay buffer with each checkpoint (large); off: a resumed run refills it."""
 
 
+@dataclass
+class GASettings:
+    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py, launch/trainers/ga.py)."""
+
+    name: str = "ga"
+    """Algorithm; fixed by the file chosen in conf/algo."""
+    population: int = 30
+    """Chromosomes per generation (seed 001: 30)."""
+    generations: int = 0
+    """Generations to evaluate; 0: until the budget (budget.minutes, or budget.iterations as generations)."""
+    games: int = 250
+    """Fitness games per chromosome per generation (seed 001: 250)."""
+    crossover_rate: float = 0.85
+    """Chance that a pair of parents is crossed (two-point); else the children copy them (seed 001: 0.85)."""
+    mutation_rate: float = 0.45
+    """Chance that each gene of a child gets Gaussian noise (seed 001: 0.45)."""
+    mutation_sigma: float = 2.0
+    """Standard deviation of that noise (seed 001: 2.0)."""
+    elitism: float = 0.75
+    """Share of the population, the fittest, that survives unchanged into the next generation (seed 001: 0.75)."""
+    init: str = "random"
+    """random (uniform in [-0.77, 0.77]) or a ga_ann policy path (run, policy folder: an imitation-trained
+    network) whose chromosome, plus noise, seeds every member ("prior knowledge")."""
+    init_sigma: float = 1.0
+    """Standard deviation of the noise added to the init chromosome (seed 001: 1)."""
+    opponent: str = "semi_smart"
+    """Built-in bot in the other seats of every fitness game (seed 001: Semi-Smart)."""
+    common_dice: bool = False
+    """Every chromosome of a generation rolls the same dice streams (common random numbers); false: each its own."""
+    tasks: int = 0
+    """Ray tasks per generation, each a chunk of the population; 0: one per CPU Ray has."""
+    population_every: int = 5
+    """Generations between saves of the whole population and the GA's random state (what a resume restarts from)."""
+    seed: int | None = None
+    """Seed of the GA's random choices and of the fitness games; None: the run's seed."""
+
+
+@dataclass
+class ImitateSettings:
+    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records (launch/trainers/imitate.py)."""
+
+    name: str = "imitate"
+    """Algorithm; fixed by the file chosen in conf/algo."""
+    records: list[str] = field(default_factory=list)
+    """JSONL record files (policies.records): launch/play.py record=, launch/evaluate.py record=."""
+    lr: float = 0.7
+    """Learning rate of full-batch gradient descent (seed 001 with FANN: 0.7)."""
+    epochs: int = 20_000
+    """Most full-batch epochs."""
+    target_mse: float = 0.01
+    """Stop once the training MSE is below this (seed 001: 0.01)."""
+    validation: float = 0.2
+    """Share of the recorded games held out for validation (whole games)."""
+    skip_forced: bool = False
+    """Leave out decisions with a single legal token."""
+    log_every: int = 500
+    """Epochs between metric rows."""
+    seed: int | None = None
+    """Seed of the initial weights and of the validation split; None: the run's seed."""
+
+
+@dataclass
+class TDLambdaSettings:
+    """Seed 004's TD(lambda) afterstate value, learned by batched self-play (policies/td_lambda.py,
+    launch/trainers/td_lambda.py)."""
+
+    name: str = "td_lambda"
+    """Algorithm; fixed by the file chosen in conf/algo."""
+    value: str = "linear"
+    """linear (w . features) or mlp (sigmoid of a ReLU MLP over the same features)."""
+    method: str = "td_lambda"
+    """td_lambda (accumulating traces) or true_online (true online TD(lambda); linear only)."""
+    lam: float = 0.8
+    """Trace decay lambda in [0, 1] (0: TD(0))."""
+    alpha: float | None = None
+    """Step size of the mean update over games; None: 0.05 for linear, 2.0 for mlp."""
+    gamma: float = 1.0
+    """Discount per decision (any seat's) in the afterstate chain."""
+    epsilon: float = 0.02
+    """Chance of a uniformly random legal move instead of the greedy one."""
+    games: int = 256
+    """Self-play games stepped together (each batched step is this many env steps)."""
+    hidden: list[int] = field(default_factory=lambda: [64, 64])
+    """Hidden layer sizes of the mlp value."""
+    steps_per_iteration: int = 200
+    """Batched steps per iteration (metrics row, checkpoint and evaluation cadence)."""
+    seed: int | None = None
+    """Seed of the self-play dice, the exploration and the mlp's initial weights; None: the run's seed."""
+
+
 RLLIB_ALGOS = ("ppo", "dqn")
 """Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/trainers/<name>.py``."""
-ALGO_SCHEMAS: dict[str, type] = {"ppo": PPOSettings, "dqn": DQNSettings}
+ALGO_SCHEMAS: dict[str, type] = {"ppo": PPOSettings, "dqn": DQNSettings, "ga": GASettings,
+                                 "imitate": ImitateSettings, "td_lambda": TDLambdaSettings}
 
 
 LeagueConfig = _editable_copy(LeagueSettings, "LeagueConfig", exclude=("players", "with_main"))
@@ -240,7 +334,7 @@ class TrainConfig:
     reward: RewardSchema = field(default_factory=RewardSchema)  # type: ignore[valid-type]
     network: NetworkSchema = field(default_factory=NetworkSchema)  # type: ignore[valid-type]
     algo: Any = MISSING
-    """PPOSettings or DQNSettings (conf/algo)."""
+    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/trainers (GASettings, ...)."""
     league: LeagueConfig = field(default_factory=LeagueConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
@@ -285,6 +379,52 @@ def check(cfg: TrainConfig) -> None:
     NetworkConfig.load(dataclasses.asdict(cfg.network)).check()
     if cfg.algo.name not in ALGO_SCHEMAS:
         raise ValueError(f"algo.name={cfg.algo.name!r} is not allowed: choose {' or '.join(ALGO_SCHEMAS)}")
+    if isinstance(cfg.algo, GASettings):  # seed 001's GA
+        ga = cfg.algo
+        _at_least("algo.population", ga.population, 2)
+        _at_least("algo.generations", ga.generations, 0)
+        _at_least("algo.games", ga.games, 1)
+        for key in ("crossover_rate", "mutation_rate"):
+            _within(f"algo.{key}", getattr(ga, key), 0, 1)
+        _at_least("algo.mutation_sigma", ga.mutation_sigma, 0)
+        _within("algo.elitism", ga.elitism, 0, 1 - 1 / ga.population)  # at least one child per generation
+        _at_least("algo.init_sigma", ga.init_sigma, 0)
+        if ga.opponent not in BOT_NAMES:
+            raise ValueError(f"algo.opponent: unknown bot {ga.opponent!r}: choose from {', '.join(BOT_NAMES)}")
+        if ga.init != "random" and not Path(ga.init).exists():
+            raise ValueError(f"algo.init={ga.init!r}: no such path: give random or a ga_ann policy (run or policy folder)")
+        _at_least("algo.tasks", ga.tasks, 0)
+        _at_least("algo.population_every", ga.population_every, 1)
+    if isinstance(cfg.algo, ImitateSettings):  # seed 001's imitation of recorded games
+        imitate = cfg.algo
+        if not imitate.records:
+            raise ValueError("algo.records is empty: give record files, e.g. algo.records=[records.jsonl]")
+        for file in imitate.records:
+            if not Path(file).is_file():
+                raise ValueError(f"algo.records: no such file {file!r}")
+        if not imitate.lr > 0 or math.isinf(imitate.lr):
+            raise ValueError(f"algo.lr={imitate.lr!r} is not allowed: give a number > 0")
+        _at_least("algo.epochs", imitate.epochs, 1)
+        _at_least("algo.target_mse", imitate.target_mse, 0)
+        _within("algo.validation", imitate.validation, 0, 0.9)
+        _at_least("algo.log_every", imitate.log_every, 1)
+    if isinstance(cfg.algo, TDLambdaSettings):  # seed 004's TD(lambda) value
+        td = cfg.algo
+        if td.value not in ("linear", "mlp"):
+            raise ValueError(f"algo.value={td.value!r} is not allowed: choose linear or mlp")
+        if td.method not in ("td_lambda", "true_online"):
+            raise ValueError(f"algo.method={td.method!r} is not allowed: choose td_lambda or true_online")
+        if td.method == "true_online" and td.value != "linear":
+            raise ValueError("algo.method=true_online needs algo.value=linear: use algo.method=td_lambda for the mlp")
+        _within("algo.lam", td.lam, 0, 1)
+        if td.alpha is not None and (not td.alpha > 0 or math.isinf(td.alpha)):
+            raise ValueError(f"algo.alpha={td.alpha!r} is not allowed: give a number > 0 or null")
+        _within("algo.gamma", td.gamma, 0, 1)
+        _within("algo.epsilon", td.epsilon, 0, 1)
+        _at_least("algo.games", td.games, 1)
+        for size in td.hidden:
+            _at_least("algo.hidden", size, 1)
+        _at_least("algo.steps_per_iteration", td.steps_per_iteration, 1)
     league = cfg.league
     for bot in league.bots:
         if bot not in BOT_NAMES:
@@ -331,6 +471,11 @@ def check(cfg: TrainConfig) -> None:
 def _at_least(key: str, value: float, low: float) -> None:
     if not value >= low or (isinstance(value, float) and math.isinf(value)):
         raise ValueError(f"{key}={value!r} is not allowed: give a number >= {low}")
+
+
+def _within(key: str, value: float, low: float, high: float) -> None:
+    if not low <= value <= high or math.isinf(value):
+        raise ValueError(f"{key}={value!r} is not allowed: give a number in [{low:g}, {high:g}]")
 
 
 def parse_gpus(value: str) -> float | None:

@@ -42,6 +42,14 @@ Two paths, the same games
     Both give identical results for built-in bots (a test holds them to it).
     Games run in chunks of `chunk`, so a progress bar can move.
 
+Recording
+    ``record=<file>`` appends every decision of entry `record_entry` to a
+    JSONL record file (`policies.records`: the state, legal tokens, choice,
+    with the game id ``evaluate:<seed>:<game>``), for imitation learning.
+    Players are asked one decision at a time only on the generic path, so
+    recording plays there (``path="fast"`` with a record is refused): the same
+    games, as above.
+
 Game length and truncation
     Game length is counted in *moves* (token moves by all seats); *plies*
     (die rolls, the engine's PLY) are reported beside it. A game still running
@@ -77,6 +85,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -381,8 +390,12 @@ def _play_fast(players, spec_of_entry, seats, states, tab, dice, bot_rng, masks,
         raise PlayerError(f"bot '{bad}' chose an illegal token {int(illegal.sum())} times: a bug in policies.bots")
 
 
-def _play_generic(players, labels, spec_of_entry, seats, states, tab, dice, bot_rng, masks, max_plies, moves):
-    """Step every unfinished game of the chunk together; finished and truncated games drop out."""
+def _play_generic(players, labels, spec_of_entry, seats, states, tab, dice, bot_rng, masks, max_plies, moves,
+                  record_entry=None, recorded=None):
+    """Step every unfinished game of the chunk together; finished and truncated games drop out.
+
+    With `record_entry`, each step appends (games, states, masks, choices) of that entry's decisions to `recorded`.
+    """
     ids = np.arange(states.shape[0])
     w_states, w_dice, w_bot, w_masks = states.copy(), dice.copy(), bot_rng.copy(), masks.copy()
     w_moves = np.zeros(states.shape[0], dtype=np.int32)
@@ -408,8 +421,21 @@ def _play_generic(players, labels, spec_of_entry, seats, states, tab, dice, bot_
             else:
                 answer = player.act(w_states[rows], tab, row_masks)  # fancy indexing: the player gets copies
             choices[rows] = check_choices(answer, row_masks, f"player '{labels[p]}'")
+        if record_entry is not None:
+            mine = np.flatnonzero(seats[ids, w_states[:, CURRENT]] == record_entry)
+            recorded.append((ids[mine], w_states[mine].copy(), w_masks[mine].copy(), choices[mine]))
         step_batch(w_states, tab, w_dice, choices, np.empty(ids.size, dtype=np.int32), w_masks)
         w_moves += 1
+
+
+def _write_records(writer, recorded: list, first_game: int, seed: int) -> None:
+    """A chunk's recorded decisions, game by game in the order played."""
+    if not recorded:
+        return
+    games = np.concatenate([r[0] for r in recorded]) + first_game
+    order = np.argsort(games, kind="stable")  # steps were recorded in order, so each game's stay in order
+    writer.write([f"evaluate:{seed}:{g}" for g in games[order]], np.concatenate([r[1] for r in recorded])[order],
+                 np.concatenate([r[2] for r in recorded])[order], np.concatenate([r[3] for r in recorded])[order])
 
 
 def _compile(players, use_fast, tab) -> None:
@@ -440,6 +466,8 @@ def play_tournament(
     chunk: int = DEFAULT_CHUNK,
     path: str = "auto",
     rate: bool = True,
+    record: str | Path | None = None,
+    record_entry: int = 0,
 ) -> TournamentResult:
     """Play `games` games between `players` (one spec or `Player` per seat) and report on them.
 
@@ -447,6 +475,8 @@ def play_tournament(
     ``len(players)`` (a count the variant does not allow raises `RulesError`).
     `path` is "auto" (fast when every player is a built-in bot), "fast" or
     "generic". `rate=False` skips the openskill ratings (NaN in the report).
+    `record` appends the decisions of entry `record_entry` to that record
+    file (`policies.records`; played on the generic path).
     A bad argument raises `TournamentError`, a bad spec `PlayerSpecError`, a
     player's illegal answer `PlayerError`: all with one-line messages.
     """
@@ -461,6 +491,11 @@ def play_tournament(
     if path not in ("auto", "fast", "generic"):
         raise TournamentError(f"path={path!r} is not allowed: choose auto, fast or generic")
     n = len(players)
+    if record is not None:
+        if path == "fast":
+            raise TournamentError("path='fast' cannot record decisions: use path='generic' or 'auto'")
+        if not isinstance(record_entry, int) or not 0 <= record_entry < n:
+            raise TournamentError(f"record_entry={record_entry!r} is not an entry: choose 0..{n - 1}")
     rules = Rules.load(rules, players=n) if isinstance(rules, str) else rules
     if rules.players != n:
         rules = rules.replace(players=n)
@@ -477,7 +512,12 @@ def play_tournament(
     all_bots = all(isinstance(p, BotPlayer) for p in player_list)
     if path == "fast" and not all_bots:
         raise TournamentError("path='fast' needs every player to be a built-in bot: use path='generic' or 'auto'")
-    use_fast = all_bots and path != "generic"
+    use_fast = all_bots and path != "generic" and record is None
+    writer = None
+    if record is not None:
+        from policies.records import RecordWriter
+
+        writer = RecordWriter(record, rules, specs[record_entry])
 
     seats = seating(n, games)
     dice_all = rngmod.streams(seed, games)
@@ -502,8 +542,11 @@ def play_tournament(
                 _play_fast(player_list, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks, max_plies,
                            moves[a:b])
             else:
+                recorded: list = []
                 _play_generic(player_list, distinct, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks,
-                              max_plies, moves[a:b])
+                              max_plies, moves[a:b], None if writer is None else record_entry, recorded)
+                if writer is not None:
+                    _write_records(writer, recorded, a, seed)
             seat_of_entry = np.argsort(seats[a:b], axis=1)
             places[a:b] = np.take_along_axis(states[:, PLACES : PLACES + n], seat_of_entry, axis=1)
             plies[a:b] = states[:, PLY]

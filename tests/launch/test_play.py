@@ -23,7 +23,7 @@ from ludo_env.rules import Rules
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PROMPT = r"Move which token\? \[([0-9/]+)\] "
-GAME = ["opponents=[random,random,random]", "variant=quick", "seed=11", "seat=1", "auto_forced=false"]
+GAME = ["opponents=[random,random,random]", "variant=quick", "seed=11", "seat=1", "auto_forced=false", "record=null"]
 FIRST_PROMPT_S = 180  # a cold numba cache compiles the engine and the bots first
 PROMPT_S = 30
 
@@ -36,9 +36,11 @@ def spawn(args: list[str], colour: bool):
                          timeout=PROMPT_S, dimensions=(60, 120))
 
 
-def test_a_whole_game_through_a_pseudo_terminal_ends_with_the_finishing_order():
-    child = spawn(GAME, colour=True)
+def test_a_whole_game_through_a_pseudo_terminal_ends_with_the_finishing_order_and_is_recorded(tmp_path):
+    records = tmp_path / "me.jsonl"
+    child = spawn([*GAME, f"record={records}"], colour=True)
     child.expect(PROMPT, timeout=FIRST_PROMPT_S)
+    assert f"Your moves are appended to {records}" in ANSI.sub("", child.before)
     choices = child.match.group(1)
     assert re.search(rf"\r\n  token {choices.split('/')[0]}: \S", ANSI.sub("", child.before)), "the moves are listed"
     for bad in ("x", "9"):  # not a number, then not a legal token: both ask again, same moves
@@ -47,12 +49,14 @@ def test_a_whole_game_through_a_pseudo_terminal_ends_with_the_finishing_order():
         child.expect(PROMPT)
         assert child.match.group(1) == choices
     prompts = 0
+    typed = []
     while True:
         first = child.match.group(1).split("/")[0]
         if prompts:  # (the first prompt's moves were checked above, before the bad keys)
             assert re.search(rf"\r\n  token {first}: \S", ANSI.sub("", child.before)), "the moves are listed"
         child.sendline(first)
         prompts += 1
+        typed.append((int(first), [int(t) for t in child.match.group(1).split("/")]))
         # The next line reports the move just typed, then the game goes on to the next prompt or the end.
         child.expect(r"green \(you\)\x1b\[0m rolls \d: token (\d)")
         assert child.match.group(1) == first
@@ -69,6 +73,15 @@ def test_a_whole_game_through_a_pseudo_terminal_ends_with_the_finishing_order():
     assert places[0][0] == "1"  # someone won
     transcript = child.before + order
     assert "Traceback" not in transcript
+
+    # Every move of the person is a record line: the position, the legal tokens offered, the token typed.
+    from policies.records import load_decisions, read_records
+
+    lines = read_records(records)
+    assert [(line["chosen"], [t for t in range(4) if line["legal"][t]]) for line in lines] == typed
+    assert {(line["player"], line["seat"], line["variant"], line["players"]) for line in lines} == {("human", 1, "quick", 4)}
+    assert len({line["game"] for line in lines}) == 1 and lines[0]["game"].startswith("play:11:")
+    assert len(load_decisions([records])) == prompts
 
 
 def test_ctrl_c_mid_game_exits_at_once_with_one_line():

@@ -1,0 +1,51 @@
+"""A GA run killed with SIGKILL resumes from its last population save and ends as an uninterrupted run would."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from policies import evolution as ev
+from tests.agents.ga_runs import ROOT, env, metrics, reference_population, train
+
+GENERATIONS = 12
+ARGS = ["+exp=ga_ann", "algo.population=6", "algo.games=100", f"algo.generations={GENERATIONS}",
+        "algo.population_every=2", "eval.final_games=0", "wandb.mode=disabled"]
+
+
+def saved_generation(run_dir) -> int:
+    try:
+        return ev.GAState.load(run_dir / "population.npz").generation
+    except ValueError:  # not written yet (it is replaced atomically, never seen half-written)
+        return -1
+
+
+def test_a_run_killed_mid_evolution_resumes_at_its_save_and_matches_an_uninterrupted_run(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "launch/train.py", *ARGS, f"hydra.run.dir={run_dir}"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env(),
+                            start_new_session=True)  # its own process group: the kill takes Ray with it
+    deadline = time.monotonic() + 240
+    try:
+        while saved_generation(run_dir) < 2:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "no population save in time"
+            time.sleep(0.01)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    at_kill = ev.GAState.load(run_dir / "population.npz")
+    assert 2 <= at_kill.generation < GENERATIONS and not (run_dir / "summary.json").exists(), "it was not killed"
+
+    proc = train(run_dir, f"resume={run_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"resumed at generation {at_kill.generation}" in proc.stdout
+    # Generations after the save were played again, once each, and the run ends where an unkilled one would.
+    assert [r["iteration"] for r in metrics(run_dir)] == list(range(GENERATIONS))
+    final = ev.GAState.load(run_dir / "population.npz")
+    assert final.generation == GENERATIONS and final.history.shape == (GENERATIONS, 2)
+    np.testing.assert_array_equal(final.population, reference_population(6, 100, GENERATIONS))

@@ -1,0 +1,94 @@
+"""``+exp=imitate``: seed 001's network learns a bot's recorded moves, plays as ckpt:, and seeds the GA.
+
+There is no person here, so the records are `hybrid`'s decisions against three
+random players, recorded by the evaluator (the paper: a person's five games).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from launch.cli import UserError
+from launch.trainers import imitate
+from ludo_env.engine import compile_rules
+from ludo_env.observations import encode
+from ludo_env.rules import Rules
+from policies import evolution as ev
+from policies.records import load_decisions
+from policies.tournament import play_tournament
+from tests.agents.ga_runs import train
+from tests.launch.configs import train_config
+
+PYLUDO = Rules.load("pyludo")
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    file = tmp_path_factory.mktemp("records") / "hybrid.jsonl"
+    play_tournament(["hybrid", "random", "random", "random"], 24, PYLUDO, seed=0, record=file, rate=False)
+    return file
+
+
+def test_imitation_learns_the_bots_moves_and_the_network_plays_as_ckpt(tmp_path, records):
+    run_dir = tmp_path / "run"
+    proc = train(run_dir, "+exp=imitate", f"algo.records=[{records}]", "algo.epochs=2000", "eval.final_games=40",
+                 "wandb.mode=disabled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    training = summary["training"]
+    # Picking a legal token at random would be right in about half of the real choices (two or more legal).
+    assert training["train_choice_accuracy"] > 0.7 and training["val_choice_accuracy"] > 0.65, training
+    assert training["val_mse"] < 0.08 and training["iteration"] == 2000
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [0, 500, 1000, 1500, 2000]
+    assert rows[-1]["train_mse"] < rows[0]["train_mse"]
+
+    # ckpt:<run> plays the saved network, and it moves as the trained model predicts on the records.
+    decisions = load_decisions([records])
+    chromosome, _ = ev.read_chromosome(run_dir)
+    player = ev.AnnPlayer("ann", chromosome)
+    tab = compile_rules(PYLUDO)
+    right = player.act(decisions.states, tab, decisions.legal) == decisions.chosen
+    low, high = sorted([training["train_accuracy"], training["val_accuracy"]])
+    assert low - 1e-9 <= right.mean() <= high + 1e-9  # their weighted mean: the same moves as in training
+    result = play_tournament([f"ckpt:{run_dir}", "random", "random", "random"], 40, PYLUDO, seed=1, rate=False)
+    assert result.finished.all()
+
+    # The GA can start from it: its chromosome plus noise.
+    population = ev.init_population(4, np.random.default_rng(0), chromosome, init_sigma=1.0)
+    assert abs((population - chromosome).std() - 1.0) < 0.1
+
+
+def test_the_saved_chromosome_is_the_torch_network(records):
+    import torch
+
+    torch.manual_seed(0)
+    model = imitate.network()
+    decisions = load_decisions([records])
+    x = encode(ev.OBS, decisions.states[:50], compile_rules(PYLUDO))
+    with torch.no_grad():
+        expected = torch.sigmoid(model(torch.from_numpy(x.astype(np.float64)))).numpy()
+    np.testing.assert_allclose(ev.ann_outputs(imitate.chromosome_of(model), x), expected, rtol=1e-12)
+
+
+def test_validation_holds_out_whole_games():
+    games = np.repeat(np.array([f"f:{g}" for g in range(10)]), 7)
+    train_rows, val_rows = imitate.split_games(games, 0.2, seed=3)
+    assert len(set(games[val_rows])) == 2 and not set(games[val_rows]) & set(games[train_rows])
+    assert len(train_rows) + len(val_rows) == len(games)
+    assert len(imitate.split_games(games[:7], 0.2, seed=3)[1]) == 0  # one game: nothing to hold out
+
+
+def test_bad_imitation_input_is_one_line(records, tmp_path):
+    with pytest.raises(ValueError, match=r"^algo.records is empty"):
+        train_config("+exp=imitate")
+    with pytest.raises(ValueError, match=r"^algo.records: no such file '/no/file.jsonl'$"):
+        train_config("+exp=imitate", "algo.records=[/no/file.jsonl]")
+    with pytest.raises(ValueError, match=r"^algo.lr=0.0 is not allowed"):
+        train_config("+exp=imitate", f"algo.records=[{records}]", "algo.lr=0")
+    cfg = train_config("+exp=imitate", f"algo.records=[{records}]", "variant=classic", run_dir=str(tmp_path))
+    with pytest.raises(UserError, match="^the records are pyludo with 4 players; the run's rules differ: give "
+                                        "variant=pyludo"):
+        imitate.train(cfg)
