@@ -83,7 +83,6 @@ def test_bad_lookahead_specs_are_one_line(ppo_policy, spec, message):
 
 
 def test_mcts_refuses_a_policy_without_a_critic(tmp_path):
-    import torch
 
     from ludo_env.core import ACTION_SPACE, observation_space
     from policies.checkpoints import write_policy
