@@ -33,7 +33,6 @@ from ludo_env.engine.layout import (
     R_LAST_STAR_HOME,
     R_PLAYERS,
     R_SAFE_AT,
-    R_SAFE_MOVER_HOME,
     R_SEAT_START,
     R_STACK_MOVER_HOME,
     R_STAR_GAP_AT,
