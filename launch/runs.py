@@ -102,6 +102,15 @@ class RunDir:
         with open(self.path / METRICS, "a") as f:
             f.write(json.dumps(row) + "\n")
 
+    def drop_metrics_from(self, iteration: int) -> None:
+        """Drop the metrics rows of `iteration` and later: a resumed run plays those iterations again."""
+        file = self.path / METRICS
+        if file.is_file():
+            rows = [line for line in file.read_text().splitlines() if line.strip()]
+            kept = [line for line in rows if json.loads(line)["iteration"] < iteration]
+            if len(kept) < len(rows):
+                write_text(file, "".join(f"{line}\n" for line in kept))
+
     def policy_of(self, checkpoint: Path) -> Path:
         return checkpoint / POLICY_DIR
 

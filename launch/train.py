@@ -498,10 +498,8 @@ def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluato
 
 def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path, final: dict | None,
                   league) -> str:
-    from launch import build
-    from policies.league.evaluation import evaluate_command
+    from launch.trainers import final_lines
 
-    players = build.players(cfg)
     policy = run.policy_of(checkpoint)
     lines = [
         f"done: {cfg.name}, {state.iteration} iterations, {state.env_steps:,} env steps, "
@@ -513,16 +511,8 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
     ]
     rank, members, main = league.main_standing()
     lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f}, sigma {main.sigma:.1f})")
-    commands = []
-    if final:
-        for r in final["results"]:
-            command = evaluate_command(str(policy), r["opponent"], cfg.variant.name, players, r["games"],
-                                       cfg.eval.seed) + variant_overrides(cfg)
-            commands.append(command)
-            lo, hi = r["ci95"]
-            lines.append(f"vs {players - 1} x {r['opponent']}: win rate {100 * r['win_rate']:.1f}% "
-                         f"[{100 * lo:.1f}, {100 * hi:.1f}] over {r['games']} games; reproduce with:")
-            lines.append(f"  {command}")
+    results, commands = final_lines(cfg, policy, final)
+    lines += results
     write_json(run.path / "summary.json", {
         "name": cfg.name, "iterations": state.iteration, "env_steps": state.env_steps,
         "minutes": state.elapsed_s / 60, "checkpoint": str(checkpoint), "policy": str(policy),

@@ -42,7 +42,6 @@ rows in ``metrics.jsonl`` are replaced.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -53,8 +52,9 @@ from typing import Any
 import numpy as np
 
 from launch.cli import UserError, one_line
-from launch.runs import METRICS, SUMMARY, RunDir, RunState, write_json, write_text
+from launch.runs import SUMMARY, RunDir, RunState, write_json
 from launch.schema import TrainConfig
+from launch.trainers import final_evaluation, final_lines
 
 POPULATION = "population.npz"
 FITNESS_PLOT = "fitness.png"
@@ -83,7 +83,7 @@ def train(cfg: TrainConfig) -> None:
         if state.population.shape != (ga.population, n_weights()):
             raise UserError(f"resume: the run's population has {state.population.shape[0]} chromosomes, "
                             f"algo.population={ga.population}: keep the run's value")
-        keep_metrics_before(run, state.generation)
+        run.drop_metrics_from(state.generation)
     else:
         from hydra.core.hydra_config import HydraConfig
 
@@ -172,16 +172,6 @@ def initial_state(cfg: TrainConfig, seed: int):
     return GAState(generation=0, population=population, rng_state=rng.bit_generator.state)
 
 
-def keep_metrics_before(run: RunDir, generation: int) -> None:
-    """Drop the rows of generations from `generation` on: a resume plays them again."""
-    file = run.path / METRICS
-    if file.is_file():
-        rows = [line for line in file.read_text().splitlines() if line.strip()]
-        kept = [line for line in rows if json.loads(line)["iteration"] < generation]
-        if len(kept) < len(rows):
-            write_text(file, "".join(f"{line}\n" for line in kept))
-
-
 # ---------------------------------------------------------------- 3. one generation
 def budget_spent(cfg: TrainConfig, state) -> bool:
     limits = [n for n in (cfg.algo.generations, cfg.budget.iterations) if n]
@@ -258,34 +248,6 @@ def plot_fitness(history: np.ndarray, path: Path) -> None:
 
 
 # ---------------------------------------------------------------- 4. evaluate, summarise
-def final_evaluation(cfg: TrainConfig, rules, policy: Path) -> dict[str, Any]:
-    from policies.league.evaluation import evaluate_panel
-    from policies.players import make_player
-
-    start = time.perf_counter()
-    results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
-                             cfg.eval.seed)
-    return {"final": True, "seconds": round(time.perf_counter() - start, 2), "results": [r.to_dict() for r in results]}
-
-
-def final_lines(cfg: TrainConfig, policy: Path, final: dict[str, Any] | None) -> tuple[list[str], list[str]]:
-    """Summary lines of a final evaluation (win rate, Wilson 95% interval) and the commands that replay it."""
-    from launch.train import variant_overrides
-    from policies.league.evaluation import evaluate_command
-
-    players = int(cfg.variant.players)
-    lines, commands = [], []
-    for r in (final or {}).get("results", []):
-        command = evaluate_command(str(policy), r["opponent"], cfg.variant.name, players, r["games"],
-                                   cfg.eval.seed) + variant_overrides(cfg)
-        commands.append(command)
-        lo, hi = r["ci95"]
-        lines.append(f"vs {players - 1} x {r['opponent']}: win rate {100 * r['win_rate']:.1f}% "
-                     f"[{100 * lo:.1f}, {100 * hi:.1f}] over {r['games']} games; reproduce with:")
-        lines.append(f"  {command}")
-    return lines, commands
-
-
 def write_summary(cfg: TrainConfig, run: RunDir, state, policy: Path, final: dict[str, Any] | None) -> str:
     games = int(state.generation * cfg.algo.population * cfg.algo.games)
     lines = [(f"done: {cfg.name}, {state.generation} generations, {games:,} fitness games, "

@@ -52,7 +52,7 @@ def train(cfg: TrainConfig) -> None:
 
     from launch import build
     from launch.train import WandbLogger
-    from launch.trainers.ga import final_evaluation
+    from launch.trainers import final_evaluation
     from ludo_env.engine.layout import compile_rules
     from ludo_env.observations import encode
     from ludo_env.rules import Rules
@@ -205,7 +205,7 @@ def progress_line(row: dict[str, Any]) -> str:
 
 
 def write_summary(cfg: TrainConfig, run: RunDir, row: dict[str, Any], policy, final, decisions: int) -> str:
-    from launch.trainers.ga import final_lines
+    from launch.trainers import final_lines
 
     lines = [f"done: {cfg.name}, {row['iteration']} epochs on {decisions:,} decisions, {60 * row['minutes']:.0f} s",
              progress_line(row),

@@ -46,8 +46,9 @@ from typing import Any
 import numpy as np
 
 from launch.cli import UserError, one_line
-from launch.runs import METRICS, SUMMARY, RunDir, RunState, write_json, write_text
+from launch.runs import SUMMARY, RunDir, RunState, write_json
 from launch.schema import TrainConfig
+from launch.trainers import final_evaluation, final_lines
 
 LEARNER = "learner.json"
 
@@ -77,7 +78,7 @@ def train(cfg: TrainConfig) -> None:
         state, checkpoint = resume_point(cfg, run)
         load_checkpoint(value, checkpoint)
         learner_state = json.loads((checkpoint / LEARNER).read_text())
-        keep_metrics_through(run, state.iteration)
+        run.drop_metrics_from(state.iteration + 1)
     else:
         from hydra.core.hydra_config import HydraConfig
 
@@ -181,16 +182,6 @@ def load_checkpoint(value, checkpoint: Path) -> None:
     value.load_state_dict(saved.state_dict())
 
 
-def keep_metrics_through(run: RunDir, iteration: int) -> None:
-    """Drop the rows of iterations after `iteration`: the resumed run plays them again."""
-    file = run.path / METRICS
-    if file.is_file():
-        rows = [line for line in file.read_text().splitlines() if line.strip()]
-        kept = [line for line in rows if json.loads(line)["iteration"] <= iteration]
-        if len(kept) < len(rows):
-            write_text(file, "".join(f"{line}\n" for line in kept))
-
-
 # ---------------------------------------------------------------- 3. evaluate, log, checkpoint
 def evaluate(cfg: TrainConfig, rules, value, games: int, iteration: int) -> dict[str, Any]:
     """The greedy player on the current value against the panel (`policies.league.evaluation`)."""
@@ -266,25 +257,9 @@ def save_checkpoint(cfg: TrainConfig, run: RunDir, state: RunState, value, play,
 
 
 # ---------------------------------------------------------------- 4. final evaluation, summary
-def final_evaluation(cfg: TrainConfig, rules, policy: Path) -> dict[str, Any]:
-    """The saved policy, loaded as ``ckpt:`` loads it, against the panel: what the reproduce commands replay."""
-    from policies.league.evaluation import evaluate_panel
-    from policies.players import make_player
-
-    start = time.perf_counter()
-    results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
-                             cfg.eval.seed)
-    return {"final": True, "seconds": round(time.perf_counter() - start, 2),
-            "results": [r.to_dict() for r in results]}
-
-
 def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path,
                   final: dict[str, Any] | None) -> str:
-    from launch.train import variant_overrides
-    from policies.league.evaluation import evaluate_command
-
     policy = run.policy_of(checkpoint)
-    players = int(cfg.variant.players)
     lines = [
         f"done: {cfg.name}, {state.iteration} iterations, {state.env_steps:,} env steps, "
         f"{state.elapsed_s / 60:.1f} minutes of training",
@@ -292,15 +267,8 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
         f"policy:     {policy}   (play it as ckpt:{policy}; search on it as search:{policy})",
         f"resume:     python launch/train.py resume={run.path}",
     ]
-    commands = []
-    for r in (final or {}).get("results", []):
-        command = evaluate_command(str(policy), r["opponent"], cfg.variant.name, players, r["games"],
-                                   cfg.eval.seed) + variant_overrides(cfg)
-        commands.append(command)
-        lo, hi = r["ci95"]
-        lines.append(f"vs {players - 1} x {r['opponent']}: win rate {100 * r['win_rate']:.1f}% "
-                     f"[{100 * lo:.1f}, {100 * hi:.1f}] over {r['games']} games; reproduce with:")
-        lines.append(f"  {command}")
+    results, commands = final_lines(cfg, policy, final)
+    lines += results
     write_json(run.path / SUMMARY, {
         "name": cfg.name, "iterations": state.iteration, "env_steps": state.env_steps,
         "minutes": state.elapsed_s / 60, "checkpoint": str(checkpoint), "policy": str(policy),

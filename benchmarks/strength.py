@@ -1,0 +1,67 @@
+"""The README's strength table of learned and search agents: each against 3 `random` and 3 `hybrid`, per variant.
+
+    python benchmarks/strength.py pyludo "search:outputs/train/<td run>?depth=2" ckpt:outputs/train/<td run>
+    python benchmarks/strength.py classic ckpt:outputs/train/<ga run> games=2000 opponents=random,semi_smart
+
+Arguments: the variant, then player specs (anything `launch/evaluate.py`
+takes), then ``key=value`` options: ``games`` (default 2000; a multiple of 4
+seats everyone equally), ``opponents`` (default ``random,hybrid``), ``seed``
+(default 1000003, the training runs' evaluation seed), ``json=<file>`` to
+append every cell as a JSON line. Each cell is one `play_tournament` of the
+agent against three copies of the opponent, printed with its 95% Wilson
+interval, the seconds it took, and the `launch/evaluate.py` command that
+replays exactly the same games. Rows print as they finish, so a long search
+agent shows progress.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from policies.tournament import play_tournament
+
+OPTIONS = {"games": "2000", "opponents": "random,hybrid", "seed": "1000003", "json": ""}
+
+
+def evaluate_command(spec: str, opponent: str, variant: str, games: int, seed: int) -> str:
+    return (f"python launch/evaluate.py 'players=[{spec},{opponent},{opponent},{opponent}]' "
+            f"games={games} seed={seed} variant={variant}")
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        sys.exit("usage: python benchmarks/strength.py <variant> <spec> [<spec> ...] [games=N] "
+                 "[opponents=a,b] [seed=N] [json=<file>]")
+    variant, specs, options = argv[0], [], dict(OPTIONS)
+    for arg in argv[1:]:
+        key, eq, value = arg.partition("=")
+        if eq and key in OPTIONS:
+            options[key] = value
+        else:
+            specs.append(arg)
+    games, seed = int(options["games"]), int(options["seed"])
+    print(f"| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    for spec in specs:
+        for opponent in options["opponents"].split(","):
+            start = time.perf_counter()
+            result = play_tournament([spec] + [opponent] * 3, games, variant, seed, rate=False)
+            seconds = time.perf_counter() - start
+            row = result.rows[0] if result.rows[0].player == spec else next(r for r in result.rows
+                                                                             if r.player == spec)
+            low, high = row.win_rate_ci95
+            command = evaluate_command(spec, opponent, variant, games, seed)
+            print(f"| {variant} | `{spec}` | 3 x {opponent} | {row.win_rate:.1%} [{low:.1%}, {high:.1%}] | "
+                  f"{row.mean_place:.2f} | {games} | {seconds:.0f} |", flush=True)
+            print(f"|  | `{command}` |  |  |  |  |  |", flush=True)
+            if options["json"]:
+                with open(options["json"], "a") as f:
+                    f.write(json.dumps({"variant": variant, "agent": spec, "opponent": opponent, "games": games,
+                                        "seed": seed, "win_rate": row.win_rate, "ci95": [low, high],
+                                        "mean_place": row.mean_place, "seconds": seconds,
+                                        "command": command}) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
