@@ -194,6 +194,10 @@ class GASettings:
     """Ray tasks per generation, each a chunk of the population; 0: one per CPU Ray has."""
     population_every: int = 5
     """Generations between saves of the whole population and the GA's random state (what a resume restarts from)."""
+    select_games: int = 2000
+    """At the end, the best chromosome so far and the final population play this many fresh fitness games each,
+    and the fittest of those becomes the policy: the best of many 250-game samples is mostly the luckiest.
+    0: keep the best single sample (the paper's choice)."""
     seed: int | None = None
     """Seed of the GA's random choices and of the fitness games; None: the run's seed."""
 
@@ -395,6 +399,7 @@ def check(cfg: TrainConfig) -> None:
             raise ValueError(f"algo.init={ga.init!r}: no such path: give random or a ga_ann policy (run or policy folder)")
         _at_least("algo.tasks", ga.tasks, 0)
         _at_least("algo.population_every", ga.population_every, 1)
+        _at_least("algo.select_games", ga.select_games, 0)
     if isinstance(cfg.algo, ImitateSettings):  # seed 001's imitation of recorded games
         imitate = cfg.algo
         if not imitate.records:

@@ -18,7 +18,7 @@ from tests.launch.configs import train_config
 
 def test_a_tiny_run_writes_policy_population_plot_metrics_summary_and_plays_as_ckpt(tmp_path):
     run_dir = tmp_path / "run"
-    proc = train(run_dir, *TINY, "algo.generations=2", "eval.final_games=40")
+    proc = train(run_dir, *TINY, "algo.generations=2", "eval.final_games=40", "algo.select_games=20")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gen    1 | fitness mean" in proc.stdout and "reproduce with:" in proc.stdout
 
@@ -32,12 +32,17 @@ def test_a_tiny_run_writes_policy_population_plot_metrics_summary_and_plays_as_c
     assert list((run_dir / "wandb").glob("offline-run-*")), "no offline wandb run"
     assert (run_dir / "overrides.txt").read_text().splitlines()[0] == "+exp=ga_ann"
 
-    # The fittest chromosome is the run's policy; ckpt:<run> plays it, and the printed numbers reproduce.
+    # The selection's winner (the best so far or a final member, refought on fresh dice) is the run's policy;
+    # ckpt:<run> plays it, and the printed numbers reproduce.
     assert find_policy(run_dir) == run_dir / "policy"
     chromosome, _ = ev.read_chromosome(run_dir)
-    np.testing.assert_array_equal(chromosome, state.best)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["generations"] == 2 and summary["best_fitness"] == pytest.approx(max(state.history[:, 1]))
+    candidates = np.vstack([state.best[None, :], state.population])
+    selection = summary["selection"]
+    assert selection["games"] == 20 and selection["candidates"] == 7 and "policy is:" in proc.stdout
+    winner = 0 if selection["winner"] == "the best so far" else 1 + int(selection["winner"].split()[1])
+    np.testing.assert_array_equal(chromosome, candidates[winner])
     final = {r["opponent"]: r for r in summary["final_evaluation"]["results"]}
     assert set(final) == {"semi_smart", "random"} and len(summary["evaluate_commands"]) == 2
     result = play_tournament([f"ckpt:{run_dir}"] + ["semi_smart"] * 3, 40, Rules.load("pyludo"), seed=1_000_003,
