@@ -25,7 +25,8 @@ OPTIONS = {"games": "2000", "opponents": "random,hybrid", "seed": "1000003", "js
 
 
 def evaluate_command(spec: str, opponent: str, variant: str, games: int, seed: int) -> str:
-    return (f"python launch/evaluate.py 'players=[{spec},{opponent},{opponent},{opponent}]' "
+    shown = f'"{spec}"' if any(c in spec for c in "?&=") else spec  # Hydra parses ?, & and = only quoted
+    return (f"python launch/evaluate.py 'players=[{shown},{opponent},{opponent},{opponent}]' "
             f"games={games} seed={seed} variant={variant}")
 
 

@@ -20,6 +20,10 @@ def one_line(err: BaseException) -> str:
         # *_schema entries are the typed schemas (launch/schema.py), not choices
         choices = [o for o in options.partition(":")[2].split() if not o.endswith("_schema")]
         line += f": choose one of {', '.join(choices)}"
+    if "LexerNoViableAltException" in line and any(c in line for c in "?&"):
+        # search: and mcts: specs carry ?key=value&... which Hydra's override grammar only takes quoted
+        line = ("cannot parse this override: quote a player spec that has ?, & or = in it, e.g. "
+                "'players=[\"search:<path>?depth=2\",random]'" + line.partition("LexerNoViableAltException")[2])
     cause = str(err.__cause__ or "").strip()
     if cause and "$VALUE" not in cause and cause.splitlines()[0].rstrip(".") not in line:
         line += f": {cause.splitlines()[0].rstrip('.')}"

@@ -21,9 +21,11 @@ Player spec
     how the other seats are assumed to choose. ``maxn``: each picks what the
     same value rates best for itself (max^n, the natural multi-player
     expectimax). ``paranoid``: each picks what is worst for the searching seat
-    (seed 004's min, which in 4-player Ludo assumes a coalition). A seed bot
-    name (``hybrid``, ``semi_smart``, ...): each plays as that bot would. The
-    searching seat's own bonus-roll turns always maximise its own value.
+    (seed 004's min, which in 4-player Ludo assumes a coalition).
+    ``uniform``: each picks any legal move with equal chance (the mean over
+    them: exact against random movers). A seed bot name (``hybrid``,
+    ``semi_smart``, ...): each plays as that bot would. The searching seat's
+    own bonus-roll turns always maximise its own value.
 
 The tree
 --------
@@ -65,7 +67,7 @@ from ludo_env.engine.afterstates import expand_moves, expand_rolls
 from ludo_env.engine.layout import CURRENT, DIE, OVER, PLACES, R_PLAYERS, SIXES, STATE_LEN
 from ludo_env.rules import DIE_FACES, MAX_PLAYERS, MAX_TOKENS
 
-OPPONENT_MODELS = ("maxn", "paranoid")
+OPPONENT_MODELS = ("maxn", "paranoid", "uniform")
 MAX_DEPTH = 3
 
 
@@ -306,7 +308,11 @@ class ExpectimaxPlayer:
         choice = scores.argmax(axis=1)
         forced = level.forced >= 0
         choice[forced] = level.forced[forced]
-        return children[rows, choice]
+        out = children[rows, choice]
+        if self.opponent == "uniform" and (~own).any():
+            legal = level.legal[~own, :, None].astype(np.float32)
+            out[~own] = (children[~own] * legal).sum(axis=1) / legal.sum(axis=1)
+        return out
 
     def __repr__(self) -> str:
         return f"ExpectimaxPlayer({self.name!r})"

@@ -119,3 +119,14 @@ def test_lookahead_players_join_a_league_by_spec(tmp_path, ppo_policy):
     result = league.rating_round(Rules.load("classic"), seed=1, lineups=[(member.id, mcts.id) +
                                  tuple(m.id for m in league.store.members(kinds=["bot"])[:2])], games_per_lineup=4)
     assert result.games == 4
+
+
+def test_an_unquoted_search_spec_on_the_command_line_says_to_quote_it():
+    import launch.evaluate  # noqa: F401  (registers the evaluate schema)
+    from launch.cli import UserError, compose
+
+    with pytest.raises(UserError, match=r"quote a player spec that has \?, & or = in it") as err:
+        compose("evaluate", ["players=[search:runs/td?depth=2&opponent=paranoid,random,random,random]"])
+    assert "\n" not in str(err.value)
+    config = compose("evaluate", ['players=["search:runs/td?depth=2&opponent=paranoid",random,random,random]'])
+    assert config.players[0] == "search:runs/td?depth=2&opponent=paranoid"

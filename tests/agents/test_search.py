@@ -49,6 +49,10 @@ def reference_after(source, row, tab, depth_left, root_seat, opponent):
 def reference_decision(source, row, tab, depth_left, root_seat, opponent):
     after, legal, _ = expand_moves(row[None], tab)
     mover = int(row[CURRENT])
+    if opponent == "uniform" and mover != root_seat:  # the mean over the legal replies
+        replies = [reference_after(source, after[0, t], tab, depth_left - 1, root_seat, opponent)
+                   for t in range(MAX_TOKENS) if legal[0, t]]
+        return np.mean(np.stack(replies), axis=0, dtype=np.float32)
     best, best_score = None, -np.inf
     for t in range(MAX_TOKENS):
         if not legal[0, t]:
@@ -61,7 +65,7 @@ def reference_decision(source, row, tab, depth_left, root_seat, opponent):
 
 
 @pytest.mark.parametrize("depth", [1, 2])
-@pytest.mark.parametrize("opponent", ["maxn", "paranoid"])
+@pytest.mark.parametrize("opponent", ["maxn", "paranoid", "uniform"])
 def test_batched_tree_equals_the_reference(depth, opponent):
     states, tab, masks = mid_game_positions(games=12, plies=30)
     source = LeadValue()
