@@ -449,7 +449,8 @@ def reject_unknown(options: dict[str, str], spec: str, allowed: tuple[str, ...])
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_source(path: str) -> ValueSource:
+def cached_value_source(path: str) -> ValueSource:
+    """`load_value_source` once per resolved path: a league or a tournament builds its players again and again."""
     return load_value_source(path)
 
 
@@ -463,7 +464,7 @@ def make_search_player(spec: str, seed: int = 0) -> ExpectimaxPlayer | GreedyPla
     reject_unknown(options, spec, ("depth", "opponent"))
     if not Path(path).exists():
         raise ValueError(f"player '{spec}': value source '{path}' does not exist")
-    source = _cached_source(str(Path(path).resolve()))
+    source = cached_value_source(str(Path(path).resolve()))
     if depth == 1:
         return GreedyPlayer(source, name=spec)
     return ExpectimaxPlayer(source, depth=depth, opponent=opponent, name=spec, seed=seed)

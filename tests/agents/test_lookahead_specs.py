@@ -36,12 +36,20 @@ def test_mcts_with_one_simulation_plays_the_policy(ppo_policy):
     assert np.array_equal(mcts.act(states, tab, masks), raw.act(states, tab, masks))
 
 
-def test_mcts_plays_legal_moves_and_replays_with_its_seed(ppo_policy):
+def test_mcts_plays_legal_moves_and_replays_with_its_seed(ppo_policy, shaped_policy):
     states, tab, masks = mid_game_positions(games=16)
     first = make_player(f"mcts:{ppo_policy}?sims=12&c=2", seed=5).act(states, tab, masks)
     again = make_player(f"mcts:{ppo_policy}?sims=12&c=2", seed=5).act(states, tab, masks)
     assert np.array_equal(first, again)
     assert np.all(masks[np.arange(len(first)), first] == 1)
+    other = make_player(f"mcts:{ppo_policy}?sims=12&value={shaped_policy}", seed=5)  # another value at the leaves
+    assert other.value.reward.shaped_by_potential and not first_player_value_shaped(ppo_policy)
+    chosen = other.act(states, tab, masks)
+    assert np.all(masks[np.arange(len(chosen)), chosen] == 1)
+
+
+def first_player_value_shaped(policy) -> bool:
+    return make_player(f"mcts:{policy}?sims=1").value.reward.shaped_by_potential
 
 
 def test_search_over_a_critic_plays_legal_moves(ppo_policy):
@@ -75,6 +83,7 @@ def test_module_value_undoes_potential_shaping_and_pays_finished_seats(ppo_polic
     ("search:{p}?opponent=nobody", "opponent='nobody' is not allowed"),
     ("search:/no/such/run?depth=2", "value source '/no/such/run' does not exist"),
     ("mcts:", "names no policy"),
+    ("mcts:{p}?value=/no/such/value", "value source '/no/such/value' does not exist"),
 ])
 def test_bad_lookahead_specs_are_one_line(ppo_policy, spec, message):
     with pytest.raises(PlayerSpecError, match=message) as err:
