@@ -19,15 +19,10 @@ import json
 import sys
 import time
 
+from policies.league.evaluation import player_command
 from policies.tournament import play_tournament
 
 OPTIONS = {"games": "2000", "opponents": "random,hybrid", "seed": "1000003", "json": ""}
-
-
-def evaluate_command(spec: str, opponent: str, variant: str, games: int, seed: int) -> str:
-    shown = f'"{spec}"' if any(c in spec for c in "?&=") else spec  # Hydra parses ?, & and = only quoted
-    return (f"python launch/evaluate.py 'players=[{shown},{opponent},{opponent},{opponent}]' "
-            f"games={games} seed={seed} variant={variant}")
 
 
 def main(argv: list[str]) -> None:
@@ -42,7 +37,7 @@ def main(argv: list[str]) -> None:
         else:
             specs.append(arg)
     games, seed = int(options["games"]), int(options["seed"])
-    print(f"| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
+    print("| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for spec in specs:
         for opponent in options["opponents"].split(","):
@@ -52,7 +47,7 @@ def main(argv: list[str]) -> None:
             row = result.rows[0] if result.rows[0].player == spec else next(r for r in result.rows
                                                                              if r.player == spec)
             low, high = row.win_rate_ci95
-            command = evaluate_command(spec, opponent, variant, games, seed)
+            command = player_command(spec, opponent, variant, 4, games, seed)
             print(f"| {variant} | `{spec}` | 3 x {opponent} | {row.win_rate:.1%} [{low:.1%}, {high:.1%}] | "
                   f"{row.mean_place:.2f} | {games} | {seconds:.0f} |", flush=True)
             print(f"|  | `{command}` |  |  |  |  |  |", flush=True)

@@ -87,6 +87,36 @@ class RunDir:
             shutil.rmtree(old, ignore_errors=True)
         return final
 
+    def resume_point(self, resume: str, check) -> tuple[RunState, Path]:
+        """The newest checkpoint whose run state reads back and that ``check(checkpoint, state)`` accepts.
+
+        A checkpoint that fails (any exception but `launch.cli.UserError`, which means the user must change
+        something) is skipped with a warning naming what is wrong; none left is one line for the user.
+        """
+        import sys
+
+        from launch.cli import UserError, one_line
+
+        if not self.path.is_dir():
+            raise UserError(f"resume={resume}: no such run folder")
+        checkpoints = self.checkpoint_dirs()
+        if not checkpoints:
+            raise UserError(f"resume={resume}: the run has no checkpoint to resume from")
+        problems = []
+        for checkpoint in reversed(checkpoints):
+            try:
+                state = self.read_state(checkpoint)
+                check(checkpoint, state)
+            except UserError:
+                raise
+            except Exception as err:  # any unreadable part: fall back to the one before
+                problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
+                continue
+            for problem in problems:
+                print(f"warning: {problem}; resuming from the older {checkpoint.name}", file=sys.stderr)
+            return state, checkpoint
+        raise UserError(f"resume={resume}: no checkpoint loads: {'; '.join(problems)}")
+
     @staticmethod
     def read_state(checkpoint: Path) -> RunState:
         return RunState.from_dict(json.loads((checkpoint / RUN_STATE).read_text()))

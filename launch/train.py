@@ -179,30 +179,15 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
     """The run state to start from: fresh, or the newest checkpoint that loads."""
     if not cfg.resume:
         return RunState(), None
-    if not run.path.is_dir():
-        raise UserError(f"resume={cfg.resume}: no such run folder")
-    checkpoints = run.checkpoint_dirs()
-    if not checkpoints:
-        raise UserError(f"resume={cfg.resume}: the run has no checkpoint to resume from")
-    problems = []
-    for checkpoint in reversed(checkpoints):
-        try:
-            state = run.read_state(checkpoint)
-            if not (run.algorithm_of(checkpoint) / "rllib_checkpoint.json").is_file():
-                raise ValueError("its algorithm/ folder is incomplete")
-            if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
-                raise UserError(
-                    f"resume: the run has {state.snapshot_slots} snapshot slots, "
-                    f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value"
-                )
-            for problem in problems:
-                print(f"warning: {problem}; resuming from the older {checkpoint.name}", file=sys.stderr)
-            return state, checkpoint
-        except UserError:
-            raise
-        except Exception as err:
-            problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
-    raise UserError(f"resume={cfg.resume}: no checkpoint loads: {'; '.join(problems)}")
+
+    def check(checkpoint: Path, state: RunState) -> None:
+        if not (run.algorithm_of(checkpoint) / "rllib_checkpoint.json").is_file():
+            raise ValueError("its algorithm/ folder is incomplete")
+        if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
+            raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
+                            f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
+
+    return run.resume_point(cfg.resume, check)
 
 
 def resume_argv(argv: list[str]) -> list[str]:
@@ -416,12 +401,17 @@ def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
             f"pool {row['pool']}")
     if "league/main_rank" in row:
         line += f" | league {row['league/main_rank']}/{row['league/members']}"
-    if evaluations:
-        last = evaluations[-1]
-        parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
-                 for r in last["results"]]
-        line += f" | eval@{last['iteration']} vs " + ", ".join(parts)
-    return line
+    return line + eval_suffix(evaluations)
+
+
+def eval_suffix(evaluations: list[dict]) -> str:
+    """`` | eval@N vs random 71.2% [67.1,75.0], ...``: the newest evaluation, for a progress line."""
+    if not evaluations:
+        return ""
+    last = evaluations[-1]
+    parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
+             for r in last["results"]]
+    return f" | eval@{last['iteration']} vs " + ", ".join(parts)
 
 
 class WandbLogger:

@@ -89,7 +89,7 @@ from ludo_env.engine import rng as rngmod
 from ludo_env.engine.batch import reset_batch, step_batch
 from ludo_env.engine.frame import view_from
 from ludo_env.engine.jit import kernel
-from ludo_env.engine.kernels import token_index
+from ludo_env.engine.kernels import _seat_pips
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, R_PLAYERS, R_TOKENS, STATE_DTYPE, STATE_LEN
 from ludo_env.observations import _flags60, encode
 from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, Rules
@@ -274,13 +274,8 @@ def game_seed(seed: int, generation: int, index: int, common_dice: bool = False)
 
 @kernel
 def _covered(state, tab, seat):
-    """Mean squares covered by the tokens of `seat`: 0 in base, progress + 1 on the path."""
-    total = 0.0
-    for t in range(tab[R_TOKENS]):
-        p = state[token_index(seat, t)]
-        if p >= 0:
-            total += p + 1
-    return total / tab[R_TOKENS]
+    """Mean squares covered by the tokens of `seat`: 0 in base, progress + 1 on the path (the engine's measure)."""
+    return _seat_pips(state, tab, seat) / tab[R_TOKENS]
 
 
 @kernel

@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from launch.cli import UserError, one_line
+from launch.cli import UserError
 from launch.runs import SUMMARY, RunDir, RunState, write_json
 from launch.schema import TrainConfig
 from launch.trainers import final_evaluation, final_lines
@@ -151,24 +150,11 @@ def resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path]:
     """The newest checkpoint whose run state, learner state and policy read back; one line if none does."""
     from policies.td_lambda import load_value
 
-    if not run.path.is_dir():
-        raise UserError(f"resume={cfg.resume}: no such run folder")
-    checkpoints = run.checkpoint_dirs()
-    if not checkpoints:
-        raise UserError(f"resume={cfg.resume}: the run has no checkpoint to resume from")
-    problems = []
-    for checkpoint in reversed(checkpoints):
-        try:
-            state = run.read_state(checkpoint)
-            json.loads((checkpoint / LEARNER).read_text())["rng"]
-            load_value(run.policy_of(checkpoint))
-        except Exception as err:  # any unreadable part: fall back to the one before
-            problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
-            continue
-        for problem in problems:
-            print(f"warning: {problem}; resuming from the older {checkpoint.name}", file=sys.stderr)
-        return state, checkpoint
-    raise UserError(f"resume={cfg.resume}: no checkpoint loads: {'; '.join(problems)}")
+    def check(checkpoint: Path, state: RunState) -> None:
+        json.loads((checkpoint / LEARNER).read_text())["rng"]
+        load_value(run.policy_of(checkpoint))
+
+    return run.resume_point(cfg.resume, check)
 
 
 def load_checkpoint(value, checkpoint: Path) -> None:
@@ -231,12 +217,9 @@ def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
     line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>11,} | {row['env_steps_per_s']:,.0f} steps/s | "
             f"{row['minutes']:6.1f} min | td rmse {fmt(row['td_rmse'], '.4f')} | games {row['games_finished']} "
             f"(len {fmt(row['game_length'], '.0f')}) | |w| {row['weight_norm']:.2f}")
-    if evaluations:
-        last = evaluations[-1]
-        parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
-                 for r in last["results"]]
-        line += f" | eval@{last['iteration']} vs " + ", ".join(parts)
-    return line
+    from launch.train import eval_suffix
+
+    return line + eval_suffix(evaluations)
 
 
 def save_checkpoint(cfg: TrainConfig, run: RunDir, state: RunState, value, play, rules) -> Path:

@@ -54,6 +54,12 @@ def panel_record(results: Sequence[PanelResult | dict[str, Any]]) -> dict[str, d
 
 def evaluate_command(policy_path: str, opponent: str, rules_name: str, players: int, games: int, seed: int) -> str:
     """The shell command that replays one panel evaluation from a saved policy."""
-    seats = ",".join([f"ckpt:{policy_path}"] + [opponent] * (players - 1))
+    return player_command(f"ckpt:{policy_path}", opponent, rules_name, players, games, seed)
+
+
+def player_command(spec: str, opponent: str, rules_name: str, players: int, games: int, seed: int) -> str:
+    """The shell command that replays `spec` against ``players - 1`` copies of `opponent`."""
+    shown = f'"{spec}"' if any(c in spec for c in "?&=") else spec  # Hydra parses ?, & and = only quoted
+    seats = ",".join([shown] + [opponent] * (players - 1))
     return shlex.join(["python", "launch/evaluate.py", f"players=[{seats}]", f"games={games}",
                        f"seed={seed}", f"variant={rules_name}"])

@@ -1,8 +1,6 @@
 """What the GA training tests share: run `launch/train.py` as a user would, and the GA computed in-process."""
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,24 +9,15 @@ import numpy as np
 
 from ludo_env.rules import Rules
 from policies import evolution as ev
+from tests.launch.configs import metrics, script_env  # noqa: F401  (metrics: for the GA tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["+exp=ga_ann", "algo.population=6", "algo.games=10"]
 
 
-def env() -> dict:
-    environ = dict(os.environ)
-    environ.pop("WANDB_MODE", None)  # the config's default (offline) is what is tested
-    return environ
-
-
 def train(run_dir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, env=env(), check=False)
-
-
-def metrics(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+                          capture_output=True, text=True, timeout=timeout, env=script_env(), check=False)
 
 
 def reference_population(population: int, games: int, generations: int, seed: int = 0,

@@ -14,28 +14,19 @@ from pathlib import Path
 import pytest
 
 from policies.checkpoints import find_policy
-from tests.launch.configs import train_config
+from tests.launch.configs import metrics, script_env, train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["+exp=td_lambda", "algo.games=32", "algo.steps_per_iteration=50", "eval.every=2", "eval.games=20",
         "eval.final_games=40", "checkpoint.every=1", "wandb.mode=offline"]
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env.pop("WANDB_MODE", None)  # the config's default (offline) is what is tested
-    return env
-
-
-def metrics(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-
 
 def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "launch/train.py", *TINY, "budget.iterations=200", f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(), start_new_session=True,
     )
     deadline = time.monotonic() + 120
     try:
@@ -53,7 +44,7 @@ def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
     end = last + 2
     proc = subprocess.run([sys.executable, "launch/train.py", f"resume={run_dir}", f"budget.iterations={end}",
                            f"hydra.run.dir={run_dir}"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=_env())
+                          env=script_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"resumed from iter_{last:06d}" in proc.stdout and "reproduce with:" in proc.stdout
     rows = metrics(run_dir)
@@ -89,7 +80,7 @@ def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
 def test_bad_settings_are_refused_in_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "launch/train.py", "+exp=td_lambda", "algo.value=mlp",
                            "algo.method=true_online", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env=_env())
+                          capture_output=True, text=True, timeout=120, env=script_env())
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines == ["error: algo.method=true_online needs algo.value=linear: use algo.method=td_lambda for the mlp"]

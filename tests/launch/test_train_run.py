@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from policies.league.store import LeagueStore
+from tests.launch.configs import metrics, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,18 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def train(run_dir: Path, *args: str, timeout: int = 400) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env(),
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=script_env(),
     )
 
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env.pop("WANDB_MODE", None)  # the config's default (offline) is what is tested
-    return env
-
-
-def metrics(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
 def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reproduce(tmp_path):
@@ -85,7 +77,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
     args = ["+exp=smoke", "budget.iterations=5", "eval.every=0", "eval.final_games=0", "wandb.mode=disabled"]
     proc = subprocess.Popen(
         [sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(),
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
         start_new_session=True,  # its own process group: the kill takes Ray's processes with it
     )
     deadline = time.monotonic() + 400
