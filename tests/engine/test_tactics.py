@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ludo_env.engine import compile_rules, new_batch, play_random
-from ludo_env.engine.kernels import apply_move, legal_mask, move_outcome, move_target, ILLEGAL, token_index
-from ludo_env.engine.layout import CURRENT, DIE, EV_SENT_BACK, OVER, PLACES, SIXES
+from ludo_env.engine.kernels import apply_move, legal_mask, move_outcome, token_index
+from ludo_env.engine.layout import CURRENT, DIE, OVER, PLACES, SIXES
 from ludo_env.engine.tactics import hit_chance
 from ludo_env.rules import Rules
 
