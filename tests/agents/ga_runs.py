@@ -9,7 +9,7 @@ import numpy as np
 
 from ludo_env.rules import Rules
 from policies import evolution as ev
-from tests.launch.configs import metrics, script_env  # noqa: F401  (metrics: for the GA tests)
+from tests.launch.configs import script_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["+exp=ga_ann", "algo.population=6", "algo.games=10"]

@@ -10,7 +10,8 @@ import time
 import numpy as np
 
 from policies import evolution as ev
-from tests.agents.ga_runs import ROOT, env, metrics, reference_population, train
+from tests.agents.ga_runs import ROOT, reference_population, train
+from tests.launch.configs import metrics, script_env
 
 GENERATIONS = 12
 ARGS = ["+exp=ga_ann", "algo.population=6", "algo.games=100", f"algo.generations={GENERATIONS}",
@@ -27,7 +28,7 @@ def saved_generation(run_dir) -> int:
 def test_a_run_killed_mid_evolution_resumes_at_its_save_and_matches_an_uninterrupted_run(tmp_path):
     run_dir = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "launch/train.py", *ARGS, f"hydra.run.dir={run_dir}"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
                             start_new_session=True)  # its own process group: the kill takes Ray with it
     deadline = time.monotonic() + 240
     try:

@@ -12,8 +12,8 @@ from ludo_env.rules import Rules
 from policies import evolution as ev
 from policies.checkpoints import find_policy
 from policies.tournament import play_tournament
-from tests.agents.ga_runs import ROOT, TINY, metrics, reference_population, train
-from tests.launch.configs import train_config
+from tests.agents.ga_runs import ROOT, TINY, reference_population, train
+from tests.launch.configs import metrics, train_config
 
 
 def test_a_tiny_run_writes_policy_population_plot_metrics_summary_and_plays_as_ckpt(tmp_path):
