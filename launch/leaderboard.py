@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -188,6 +189,8 @@ def serve(board: Board, port: int) -> None:
     except OSError as err:
         raise UserError(f"port={port}: cannot serve on {HOST} ({err.strerror})") from None
     server.daemon_threads = True  # an open keep-alive connection must not hold up Ctrl-C
+    # Started in the background by a shell (`cmd &`), a process inherits SIGINT ignored; "Ctrl-C stops" must hold.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(f"serving http://{HOST}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()

@@ -58,6 +58,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -436,6 +437,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # Started in the background by a shell (`cmd &`), a process inherits SIGINT ignored; Ctrl-C must still stop.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         sys.exit(main(sys.argv[1:]))
     except KeyboardInterrupt:

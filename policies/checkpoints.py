@@ -2,9 +2,11 @@
 
 Training writes one into every checkpoint (``<checkpoint>/policy``). It holds:
 
-* ``policy.json``: ``format`` (`POLICY_FORMAT`), ``kind`` (``ppo`` or ``dqn``),
+* ``policy.json``: ``format`` (`POLICY_FORMAT`), ``kind`` (``ppo`` or ``dqn``: an
+  RLModule; or a kind of `AGENT_LOADERS`: ``ga_ann``, ``td_value``),
   ``model_config`` (the encoder name ``obs``, the rules ``variant``, ``players``,
-  the ``network`` and the algorithm's head settings) and ``obs_dim``;
+  the ``network``, the ``reward`` its value head learned, the algorithm's head
+  settings) and ``obs_dim``;
 * ``weights.pt``: the module's ``state_dict`` (tensors only), read back with
   ``torch.load(weights_only=True)``, so loading runs no code from the file.
 
