@@ -1,17 +1,11 @@
 """A GA run killed with SIGKILL resumes from its last population save and ends as an uninterrupted run would."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import numpy as np
 
 from policies import evolution as ev
-from tests.agents.ga_runs import ROOT, reference_population, train
-from tests.launch.configs import metrics, script_env
+from tests.agents.ga_runs import reference_population, train
+from tests.launch.configs import kill_training_when, metrics
 
 GENERATIONS = 12
 ARGS = ["+exp=ga_ann", "algo.population=6", "algo.games=100", f"algo.generations={GENERATIONS}",
@@ -27,18 +21,7 @@ def saved_generation(run_dir) -> int:
 
 def test_a_run_killed_mid_evolution_resumes_at_its_save_and_matches_an_uninterrupted_run(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "launch/train.py", *ARGS, f"hydra.run.dir={run_dir}"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
-                            start_new_session=True)  # its own process group: the kill takes Ray with it
-    deadline = time.monotonic() + 240
-    try:
-        while saved_generation(run_dir) < 2:
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, "no population save in time"
-            time.sleep(0.01)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_training_when(run_dir, ARGS, lambda: saved_generation(run_dir) >= 2, 240, "population save", poll_s=0.01)
     at_kill = ev.GAState.load(run_dir / "population.npz")
     assert 2 <= at_kill.generation < GENERATIONS and not (run_dir / "summary.json").exists(), "it was not killed"
 

@@ -30,3 +30,27 @@ def script_env() -> dict:
 def metrics(run_dir: Path) -> list[dict]:
     """The rows of a run's ``metrics.jsonl``."""
     return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+def kill_training_when(run_dir: Path, args: list[str], ready, timeout_s: float, what: str, poll_s: float = 0.05) -> None:
+    """Start ``launch/train.py *args`` in `run_dir`, wait until ``ready()`` holds, then SIGKILL it with everything
+    it started (its own process group: Ray's processes too). Fails with the run's stderr if it dies first, or
+    with "no <what> in time"."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
+                            start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not ready():
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, f"no {what} in time"
+            time.sleep(poll_s)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -3,18 +3,15 @@ agent playing through ``ckpt:``, and bad settings refused in one line."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from policies.checkpoints import find_policy
-from tests.launch.configs import metrics, script_env, train_config
+from tests.launch.configs import kill_training_when, metrics, script_env, train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["+exp=td_lambda", "algo.games=32", "algo.steps_per_iteration=50", "eval.every=2", "eval.games=20",
@@ -24,19 +21,8 @@ TINY = ["+exp=td_lambda", "algo.games=32", "algo.steps_per_iteration=50", "eval.
 
 def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "launch/train.py", *TINY, "budget.iterations=200", f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(), start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    try:
-        while not (run_dir / "checkpoints" / "iter_000002").is_dir():
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, "no checkpoint in time"
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_training_when(run_dir, [*TINY, "budget.iterations=200"],
+                       lambda: (run_dir / "checkpoints" / "iter_000002").is_dir(), 120, "checkpoint")
     assert (run_dir / "overrides.txt").read_text().splitlines()[0] == "+exp=td_lambda"
     last = max(int(p.name.rpartition("_")[2]) for p in (run_dir / "checkpoints").glob("iter_*"))
     at_kill = json.loads((run_dir / "checkpoints" / f"iter_{last:06d}" / "run_state.json").read_text())

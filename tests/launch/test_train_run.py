@@ -6,19 +6,16 @@ or disabled), as a user would.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from policies.league.store import LeagueStore
-from tests.launch.configs import metrics, script_env
+from tests.launch.configs import kill_training_when, metrics, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,20 +72,8 @@ def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reprodu
 def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     args = ["+exp=smoke", "budget.iterations=5", "eval.every=0", "eval.final_games=0", "wandb.mode=disabled"]
-    proc = subprocess.Popen(
-        [sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
-        start_new_session=True,  # its own process group: the kill takes Ray's processes with it
-    )
-    deadline = time.monotonic() + 400
-    try:
-        while not (run_dir / "checkpoints" / "iter_000002").is_dir():
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, "no checkpoint in time"
-            time.sleep(0.2)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_training_when(run_dir, args, lambda: (run_dir / "checkpoints" / "iter_000002").is_dir(), 400,
+                       "checkpoint", poll_s=0.2)
     before = metrics(run_dir)
     saved = sorted(p.name for p in (run_dir / "checkpoints").glob("iter_*"))
     last = int(saved[-1].rpartition("_")[2])
