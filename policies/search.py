@@ -181,6 +181,16 @@ class _DecisionLevel:
     after: _AfterLevel  # K * 4 afterstates, token-major per decision
 
 
+def check_opponent(opponent: str) -> str:
+    """`opponent` if it is an opponent model or a seed bot's name, else ValueError with one line."""
+    from policies.bots import BOT_NAMES
+
+    if opponent not in OPPONENT_MODELS and opponent not in BOT_NAMES:
+        raise ValueError(f"opponent={opponent!r} is not allowed: choose {', '.join(OPPONENT_MODELS)} "
+                         f"or a bot ({', '.join(BOT_NAMES)})")
+    return opponent
+
+
 class ExpectimaxPlayer:
     """Depth-limited expectimax over the dice with an opponent model (module docstring)."""
 
@@ -193,12 +203,9 @@ class ExpectimaxPlayer:
         self.opponent = opponent
         self.name = name or f"search:{source.name}?depth={depth}&opponent={opponent}"
         self._bot = None
-        if opponent not in OPPONENT_MODELS:
-            from policies.bots import BOT_NAMES, Bot
+        if check_opponent(opponent) not in OPPONENT_MODELS:
+            from policies.bots import Bot
 
-            if opponent not in BOT_NAMES:
-                raise ValueError(f"opponent={opponent!r} is not allowed: choose {', '.join(OPPONENT_MODELS)} "
-                                 f"or a bot ({', '.join(BOT_NAMES)})")
             self._bot = Bot(opponent, seed=seed)
         self.leaves_evaluated = 0  # unique leaf rows valued so far (the cost of the search)
 
@@ -460,7 +467,7 @@ def make_search_player(spec: str, seed: int = 0) -> ExpectimaxPlayer | GreedyPla
     if not path:
         raise ValueError(f"player '{spec}' names no value source: use search:<path>?depth=2")
     depth = int_option(options, "depth", 2, spec, 1, MAX_DEPTH)
-    opponent = options.pop("opponent", "maxn")
+    opponent = check_opponent(options.pop("opponent", "maxn"))  # checked at depth 1 too, where it plays no part
     reject_unknown(options, spec, ("depth", "opponent"))
     if not Path(path).exists():
         raise ValueError(f"player '{spec}': value source '{path}' does not exist")

@@ -81,6 +81,7 @@ def test_module_value_undoes_potential_shaping_and_pays_finished_seats(ppo_polic
     ("mcts:{p}?depth=2", "unknown option 'depth'"),
     ("search:{p}?depth=7", "depth=7 is not allowed: give a whole number in 1..3"),
     ("search:{p}?opponent=nobody", "opponent='nobody' is not allowed"),
+    ("search:{p}?depth=1&opponent=nobody", "opponent='nobody' is not allowed"),
     ("search:/no/such/run?depth=2", "value source '/no/such/run' does not exist"),
     ("mcts:", "names no policy"),
     ("mcts:{p}?value=/no/such/value", "value source '/no/such/value' does not exist"),
