@@ -46,7 +46,6 @@ Q).
 """
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -56,7 +55,15 @@ import numpy as np
 from ludo_env.engine.afterstates import expand_moves, expand_rolls
 from ludo_env.engine.layout import CURRENT, DIE, OVER, STATE_LEN
 from ludo_env.rules import DIE_FACES, MAX_PLAYERS, MAX_TOKENS
-from policies.search import ModuleValue, ValueSource, int_option, reject_unknown, split_spec, values_of
+from policies.search import (
+    ModuleValue,
+    ValueSource,
+    cached_value_source,
+    int_option,
+    reject_unknown,
+    split_spec,
+    values_of,
+)
 
 MAX_SIMS = 4096
 
@@ -78,7 +85,8 @@ class _Chance:
 class _Decision:
     """A seat to move with its die rolled."""
 
-    __slots__ = ("state", "mover", "legal", "prior", "visits", "edge_visits", "edge_sum", "children", "estimate")
+    __slots__ = ("state", "mover", "legal", "prior", "visits", "edge_visits", "edge_sum", "children", "estimate",
+                 "after")
 
     def __init__(self, state: np.ndarray, legal: np.ndarray):
         self.state = state
@@ -90,6 +98,7 @@ class _Decision:
         self.edge_sum = np.zeros((MAX_TOKENS, MAX_PLAYERS), dtype=np.float64)
         self.children: list[_Chance | None] = [None] * MAX_TOKENS
         self.estimate: np.ndarray | None = None  # value vector of the chance node above: first-play urgency
+        self.after: np.ndarray | None = None  # (4, STATE_LEN) afterstates, expanded when the first edge is tried
 
 
 class MCTSPlayer:
@@ -140,8 +149,9 @@ class MCTSPlayer:
                 if isinstance(node, _Decision):
                     t = self._select(node)
                     if node.children[t] is None:
-                        after, _, _ = expand_moves(node.state[None], tab)
-                        node.children[t] = _Chance(after[0, t])
+                        if node.after is None:
+                            node.after = expand_moves(node.state[None], tab)[0][0]
+                        node.children[t] = _Chance(node.after[t])
                     path.append((node, t))
                     node = node.children[t]
                     continue
@@ -214,14 +224,13 @@ class MCTSPlayer:
         from ray.rllib.core.columns import Columns
 
         from ludo_env.observations import encode
-        from policies.modules import ACTION_MASK, OBSERVATIONS
+        from policies.modules import inference_batch
 
         rows = np.stack([n.state for n in nodes])
         masks = np.stack([n.legal for n in nodes]).astype(np.float32)
-        batch = {Columns.OBS: {OBSERVATIONS: torch.as_tensor(encode(self.obs, rows, tab)),
-                               ACTION_MASK: torch.as_tensor(masks)}}
         with torch.no_grad():
-            logits = self.policy.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+            logits = self.policy.forward_inference(inference_batch(encode(self.obs, rows, tab), masks))[
+                Columns.ACTION_DIST_INPUTS]
         priors = torch.softmax(logits.float(), dim=-1).numpy() * masks
         priors /= np.maximum(priors.sum(axis=1, keepdims=True), 1e-12)
         for node, prior in zip(nodes, priors):
@@ -229,19 +238,6 @@ class MCTSPlayer:
 
     def __repr__(self) -> str:
         return f"MCTSPlayer({self.name!r})"
-
-
-@functools.lru_cache(maxsize=8)
-def _load(path: str) -> tuple[Any, ModuleValue]:
-    from policies.checkpoints import PolicyFileError, find_policy, load_policy, read_meta
-
-    folder = find_policy(path)
-    meta = read_meta(folder)
-    if meta.get("kind") != "ppo":
-        raise PolicyFileError(f"'{folder}' holds a {meta.get('kind')} policy: MCTS needs a PPO policy "
-                              "(its policy is the prior, its critic the value)")
-    module = load_policy(folder)
-    return module, ModuleValue(module, "ppo", meta["model_config"], path)
 
 
 def make_mcts_player(spec: str, seed: int = 0) -> MCTSPlayer:
@@ -261,12 +257,16 @@ def make_mcts_player(spec: str, seed: int = 0) -> MCTSPlayer:
     reject_unknown(options, spec, ("sims", "c", "value"))
     if not Path(path).exists():
         raise ValueError(f"player '{spec}': policy '{path}' does not exist")
-    module, critic = _load(str(Path(path).resolve()))
+    critic = cached_value_source(str(Path(path).resolve()))
+    if not (isinstance(critic, ModuleValue) and critic.kind == "ppo"):
+        from policies.checkpoints import PolicyFileError, find_policy, read_meta
+
+        kind = read_meta(find_policy(path)).get("kind")
+        raise PolicyFileError(f"'{path}' holds a {kind} policy: MCTS needs a PPO policy "
+                              "(its policy is the prior, its critic the value)")
     value: ValueSource = critic
     if value_path is not None:
         if not Path(value_path).exists():
             raise ValueError(f"player '{spec}': value source '{value_path}' does not exist")
-        from policies.search import cached_value_source
-
         value = cached_value_source(str(Path(value_path).resolve()))
-    return MCTSPlayer(module, critic.obs, value, sims=sims, c=c, name=spec, seed=seed)
+    return MCTSPlayer(critic.module, critic.obs, value, sims=sims, c=c, name=spec, seed=seed)

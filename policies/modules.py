@@ -375,6 +375,18 @@ def multi_agent_spec(
 
 
 # ------------------------------------------------------------------ playing outside RLlib
+def inference_batch(obs: np.ndarray, masks: np.ndarray, states: np.ndarray | None = None) -> dict:
+    """The batch a masked module's forward passes read: features `obs`, legal `masks` (1 = legal) and, for
+    `BotRLModule` only, the raw engine rows `states`."""
+    batch_obs = {
+        OBSERVATIONS: torch.as_tensor(np.asarray(obs), dtype=torch.float32),
+        ACTION_MASK: torch.as_tensor(np.asarray(masks), dtype=torch.float32),
+    }
+    if states is not None:
+        batch_obs[STATE] = torch.as_tensor(np.asarray(states).astype(np.int32))
+    return {Columns.OBS: batch_obs}
+
+
 class ModulePlayer:
     """Greedy, legal play from an RLModule on batches of decisions, outside RLlib.
 
@@ -399,15 +411,10 @@ class ModulePlayer:
 
         `states` (the raw engine rows) is needed only by `BotRLModule`.
         """
-        masks_t = torch.as_tensor(np.asarray(masks), dtype=torch.float32)
-        batch_obs = {
-            OBSERVATIONS: torch.as_tensor(np.asarray(obs), dtype=torch.float32),
-            ACTION_MASK: masks_t,
-        }
-        if states is not None:
-            batch_obs[STATE] = torch.as_tensor(np.asarray(states).astype(np.int32))
+        batch = inference_batch(obs, masks, states)
+        masks_t = batch[Columns.OBS][ACTION_MASK]
         with torch.no_grad():
-            out = self.module.forward_inference({Columns.OBS: batch_obs})
+            out = self.module.forward_inference(batch)
         if Columns.ACTIONS in out:
             return _to_numpy(out[Columns.ACTIONS]).astype(np.int64)
         # Mask again: a module that forgot to mask must still never play an illegal move.

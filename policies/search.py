@@ -397,11 +397,10 @@ class ModuleValue:
 
     def _module_values(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         import torch
-        from ray.rllib.core.columns import Columns
 
-        from policies.modules import ACTION_MASK, OBSERVATIONS, QF_PREDS
+        from policies.modules import QF_PREDS, inference_batch
 
-        batch = {Columns.OBS: {OBSERVATIONS: torch.as_tensor(obs), ACTION_MASK: torch.as_tensor(masks, dtype=torch.float32)}}
+        batch = inference_batch(obs, masks)
         with torch.no_grad():
             if self.kind == "ppo":
                 return self.module.compute_values(batch).numpy().astype(np.float32)
