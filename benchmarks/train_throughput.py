@@ -1,9 +1,10 @@
-"""Training throughput of our env against a trivial env behind the same RLlib settings, side by side in one run.
+"""Training throughput of the batched sampler against the per-game one, side by side in one run.
 
     python benchmarks/train_throughput.py                                     # ppo and dqn, 30 s windows, 3 repeats
     python benchmarks/train_throughput.py --algos ppo --seconds 20 --repeats 2
     python benchmarks/train_throughput.py --algos dqn resources.env_runners=2  # any launch/train.py override
     python benchmarks/train_throughput.py --seconds 0 --repeats 15            # a busy machine: see below
+    python benchmarks/train_throughput.py --per-game algo.num_epochs=6 ...    # settings for the per-game side only
     python benchmarks/train_throughput.py --json                              # machine-readable
 
 What is measured
@@ -11,44 +12,29 @@ What is measured
   over whole ``algo.train()`` iterations (sampling, learner updates, weight
   sync, replay; everything an iteration of ``launch/train.py`` does except
   its evaluation, logging and checkpoints), divided by their wall time. One
-  env step is one decision of the seat to move.
+  env step is one decision of the seat to move, whoever plays it.
 
-  ours     the algorithm exactly as ``launch/train.py +exp=<algo>_selfplay``
-           builds it: ``launch.build.build_algorithm_config`` on the composed
-           config (``conf/config.yaml`` + ``+exp=ppo_selfplay`` or
-           ``+exp=dqn_selfplay`` + the overrides), env `LudoMultiAgentEnv`.
-  trivial  the same AlgorithmConfig (built by the same call from the same
-           config; same modules: main, the snapshot slots and the bots; same
-           matchmaker, resources and training settings) with only the env
-           swapped by ``.environment(TrivialLudoEnv, env_config=...)``.
-           `TrivialLudoEnv` has our observation space
-           (``ludo_env.core.observation_space(obs)``: observations,
-           action_mask, state), ``ludo_env.core.ACTION_SPACE``, the same
-           seats, and our turn structure: only the mover observes, a shaping
-           reward of 0 comes with the mover's next observation, every seat
-           that moved is rewarded and terminated at the end. Its steps do no
-           work: it replays a fixed stream of real decisions (recorded from
-           our env before timing, so every mask has a legal move and the bots
-           read real positions) and ends every episode after a fixed number
-           of decisions: our mean decisions per episode under random legal
-           play, measured in the same run (``--games`` games through
-           `LudoMultiAgentEnv`, which also give the stream). RLlib's own
-           ``episode_len_mean`` is no measure of it: it averages the episodes
-           that finished, a sample biased to short games (heavily so for DQN,
-           below); it is printed for reference.
+  per_game  ``sampler.name=per_game``: RLlib's `MultiAgentEnvRunner` steps
+            ``resources.envs_per_runner`` one-game `LudoMultiAgentEnv` copies.
+            Before issue 13 this was the only path. ``--per-game`` gives it
+            its own extra overrides (e.g. the former defaults
+            ``algo.num_epochs=6 algo.minibatch_size=512 algo.train_batch_size=8192``).
+  batched   ``sampler.name=batched`` (the default): `launch.sampler.BatchedLudoEnvRunner`
+            plays ``sampler.games`` games per EnvRunner in the numba engine.
 
-  ratio = ours / trivial (target >= 0.7): the share of RLlib's ceiling on
-  this config that our env keeps.
+  Both come from ``launch.build.build_algorithm_config`` on the composed
+  config (``conf/config.yaml`` + ``+exp=<algo>_selfplay`` + the overrides).
 
-  DQN, kept: ``batch_mode="complete_episodes"`` (launch.build) makes every
-  ``sample()`` reset all sub-envs and step until ``num_envs_per_env_runner``
-  episodes have finished; the episodes still running then are dropped, yet
-  their steps count in ``num_env_steps_sampled_lifetime``. Our games vary in
-  length, so a share of ours' sampled steps never reaches the replay buffer;
-  the trivial env's equal-length episodes all finish together and lose
-  none. So for DQN the table also gives env steps *kept* per second (the
-  replay buffer's ``num_env_steps_added_lifetime``), the steps that can be
-  trained on, and the ratio of those; kept/sampled is ours' share kept.
+  DQN, kept: the per-game path samples ``batch_mode="complete_episodes"``,
+  which drops the games still running at the end of a ``sample()`` (their
+  steps count as sampled but never reach the replay buffer). So for DQN the
+  table also gives env steps *kept* per second (the replay buffer's
+  ``num_env_steps_added_lifetime``), the steps that can be trained on. The
+  batched path ships every step (chunks continue across samples).
+
+  Split: the medians of RLlib's own timers per iteration (EnvRunner
+  sampling; learner update; for DQN also replay sampling), so it shows which
+  side of an iteration decides the throughput.
 
 Procedure: both algorithms are built and alive at once (Ray is told of
 enough logical CPUs for both; only one samples at a time). Each first fills
@@ -58,19 +44,15 @@ seats over main, snapshots and bots as in a run under way, then trains
 ``--warmup`` iterations (numba and torch warm-up); DQN first trains until
 ``algo.learning_starts`` env steps are sampled, so every timed iteration
 updates the learner. Then ``--repeats`` windows per side, each whole
-iterations until ``--seconds`` have passed, interleaved (ours, trivial,
-trivial, ours, ...) so the load of other processes falls on both sides
+iterations until ``--seconds`` have passed, interleaved (per_game, batched,
+batched, per_game, ...) so the load of other processes falls on both sides
 alike. Medians of the windows are reported; the ratio is of medians.
 No wandb, no checkpoints, no evaluation.
 
-Shared machines: the rates swing with other people's load, in bursts (on 2
-cores at a load average near 3.5, one PPO iteration of ours took anywhere
-from 4 s to 21 s, iteration after iteration, while alone and unloaded both
-sides run at a steady pace). A window holds whole iterations, and a PPO
-iteration is 8192 env steps. On a busy machine prefer many short windows,
-``--seconds 0 --repeats 15`` (one iteration per window, the sides
-alternating), whose medians shrug off the bursts, and read a ratio as
-noise unless it repeats.
+Shared machines: the rates swing with other people's load, in bursts. On a
+busy machine prefer many short windows, ``--seconds 0 --repeats 15`` (one
+iteration per window, the sides alternating), whose medians shrug off the
+bursts, and read a ratio as noise unless it repeats.
 """
 from __future__ import annotations
 
@@ -87,63 +69,9 @@ os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 import numpy as np
-from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 ALGOS = ("ppo", "dqn")
-SIDES = ("ours", "trivial")
-
-
-class TrivialLudoEnv(MultiAgentEnv):
-    """Our spaces and turn structure with no game behind them: replays a stream of recorded decisions.
-
-    env_config: ``obs`` (encoder name, for the observation space), ``players``,
-    ``episode_len`` (decisions per episode), ``stream`` (a mapping of
-    ``observations``, ``action_mask``, ``state`` arrays, one row per recorded
-    decision) and ``movers`` (the seat of each row). Actions are ignored.
-    """
-
-    def __init__(self, config: dict | None = None):
-        super().__init__()
-        from ludo_env.core import ACTION_SPACE, observation_space
-
-        where = (int(getattr(config, "worker_index", 0)), int(getattr(config, "vector_index", 0)))
-        config = dict(config or {})
-        self.players = int(config["players"])
-        self.episode_len = int(config["episode_len"])
-        stream = config["stream"]
-        self.movers = [f"seat_{int(s)}" for s in config["movers"]]
-        keys = ("observations", "action_mask", "state")
-        self.rows = [{k: stream[k][i] for k in keys} for i in range(len(self.movers))]
-        self.possible_agents = [f"seat_{s}" for s in range(self.players)]
-        self.agents = list(self.possible_agents)
-        space = observation_space(config["obs"])
-        self.observation_spaces = {a: space for a in self.possible_agents}
-        self.action_spaces = {a: ACTION_SPACE for a in self.possible_agents}
-        # Each vectorised copy starts at another place of the stream.
-        self.cursor = (where[0] * 7919 + where[1] * 104729) % len(self.rows)
-        self.t = 0
-        self.played: set[str] = set()
-
-    def _next(self) -> dict:
-        self.cursor = (self.cursor + 1) % len(self.rows)
-        mover = self.movers[self.cursor]
-        self.played.add(mover)
-        return {mover: self.rows[self.cursor]}
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self.t = 0
-        self.played = set()
-        return self._next(), {}
-
-    def step(self, action_dict: dict):
-        self.t += 1
-        if self.t < self.episode_len:
-            obs = self._next()
-            return obs, {a: 0.0 for a in obs}, {"__all__": False}, {"__all__": False}, {}
-        played = sorted(self.played)
-        winner = played[self.t % len(played)]
-        rewards = {a: 1.0 if a == winner else -1.0 / max(1, len(played) - 1) for a in played}
-        return {}, rewards, {**{a: True for a in played}, "__all__": True}, {"__all__": False}, {}
+SIDES = ("per_game", "batched")
 
 
 # ---------------------------------------------------------------- config and our env's decisions
@@ -160,39 +88,6 @@ def compose_config(algo: str, overrides: list[str]):
     return cfg
 
 
-def record_decisions(cfg, games: int, max_rows: int, seed: int) -> dict[str, Any]:
-    """Random legal play in our env: mean decisions per episode, env-only speed, and a stream of real decisions."""
-    from launch import build
-    from ludo_env.multi_agent_env import LudoMultiAgentEnv
-
-    env = LudoMultiAgentEnv(build.env_config(cfg))
-    rng = np.random.default_rng(seed)
-    env.reset(seed=seed)  # compiles
-    lengths, rows, movers = [], [], []
-    start = time.perf_counter()
-    for g in range(games):
-        obs, _ = env.reset(seed=seed + g)
-        steps = 0
-        while obs:
-            (agent, o), = obs.items()
-            if len(rows) < max_rows:
-                rows.append({k: np.array(v) for k, v in o.items()})
-                movers.append(int(agent.rpartition("_")[2]))
-            obs, *_ = env.step({agent: int(rng.choice(np.flatnonzero(o["action_mask"])))})
-            steps += 1
-        lengths.append(steps)
-    elapsed = time.perf_counter() - start
-    stream = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
-    return {
-        "games": games,
-        "mean_decisions": float(np.mean(lengths)),
-        "decisions_range": [int(min(lengths)), int(max(lengths))],
-        "env_only_steps_per_s": sum(lengths) / elapsed,
-        "stream": stream,
-        "movers": np.array(movers, dtype=np.int8),
-    }
-
-
 # ---------------------------------------------------------------- timing
 def env_steps(result: dict) -> int:
     from launch.train import env_steps_of
@@ -206,7 +101,7 @@ def episode_len(result: dict) -> float | None:
 
 
 class Side:
-    """One built algorithm (ours or trivial), its pool, and its timed windows."""
+    """One built algorithm (one sampler), its pool, and its timed windows."""
 
     def __init__(self, name: str, algo_config, pool):
         self.name = name
@@ -249,13 +144,16 @@ class Side:
     def window(self, seconds: float) -> dict[str, float]:
         steps0, added0, start = self.steps, self.added, time.perf_counter()
         iterations = 0
+        timers = {key: 0.0 for key in TIMERS}
         while time.perf_counter() - start < seconds or iterations == 0:
-            self.train()
+            result = self.train()
             iterations += 1
+            for key, timer in TIMERS.items():  # RLlib's timers are smoothed; close enough per window
+                timers[key] += float(result.get("timers", {}).get(timer, 0.0))
         elapsed = time.perf_counter() - start
         row = {"steps_per_s": (self.steps - steps0) / elapsed, "kept_per_s": (self.added - added0) / elapsed,
                "seconds": elapsed, "iterations": iterations, "env_steps": self.steps - steps0,
-               "env_steps_kept": self.added - added0}
+               "env_steps_kept": self.added - added0, **{k: v / iterations for k, v in timers.items()}}
         self.windows.append(row)
         return row
 
@@ -266,33 +164,26 @@ class Side:
         self.algo.stop()
 
 
-def measure(algo: str, cfg, overrides: list[str], args) -> dict[str, Any]:
+TIMERS = {"sample_s": "env_runner_sampling_timer", "learn_s": "learner_update_timer",
+          "replay_s": "replay_buffer_sampling_timer"}
+
+
+def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]], args) -> dict[str, Any]:
     from launch import build
     from launch.train import seed_everything
 
-    decisions = record_decisions(cfg, args.games, args.stream_rows, seed=cfg.seed + 12345)
-    snapshots = cfg.league.max_snapshots if args.snapshots < 0 else min(args.snapshots, cfg.league.max_snapshots)
-    learning_starts = int(cfg.algo.learning_starts) if algo == "dqn" else 0
-
-    length = round(decisions["mean_decisions"])
-    if TrivialLudoEnv.__module__ != "__main__":  # imported: the EnvRunners cannot import this file by name
-        from ray import cloudpickle
-
-        cloudpickle.register_pickle_by_value(sys.modules[TrivialLudoEnv.__module__])
+    learning_starts = {n: int(c.algo.learning_starts) if algo == "dqn" else 0 for n, c in configs.items()}
     sides: dict[str, Side] = {}
     try:
         for name in SIDES:
+            cfg = configs[name]
+            snapshots = cfg.league.max_snapshots if args.snapshots < 0 else min(args.snapshots, cfg.league.max_snapshots)
             seed_everything(cfg.seed)
             pool = build.make_pool(cfg)
-            config = build.build_algorithm_config(cfg, pool)
-            if name == "trivial":
-                config = config.environment(TrivialLudoEnv, env_config={
-                    "obs": cfg.obs.name, "players": build.players(cfg), "episode_len": length,
-                    "stream": decisions["stream"], "movers": decisions["movers"]})
             start = time.perf_counter()
-            sides[name] = Side(name, config, pool)
+            sides[name] = Side(name, build.build_algorithm_config(cfg, pool), pool)
             built = time.perf_counter() - start
-            warm = sides[name].warm_up(snapshots, args.warmup, learning_starts, cfg)
+            warm = sides[name].warm_up(snapshots, args.warmup, learning_starts[name], cfg)
             log(args, f"{algo} {name}: built in {built:.1f} s, warmed up in {warm:.1f} s "
                       f"({sides[name].iterations} iterations, {sides[name].steps:,} env steps)")
         for r in range(args.repeats):
@@ -300,41 +191,32 @@ def measure(algo: str, cfg, overrides: list[str], args) -> dict[str, Any]:
                 w = sides[name].window(args.seconds)
                 kept = f", {w['kept_per_s']:,.0f} kept/s" if algo == "dqn" else ""
                 log(args, f"{algo} {name} window {r + 1}/{args.repeats}: {w['steps_per_s']:,.0f} env steps/s{kept} "
-                          f"({w['env_steps']:,} steps, {w['iterations']} iterations, {w['seconds']:.1f} s)")
+                          f"({w['env_steps']:,} steps, {w['iterations']} iterations, {w['seconds']:.1f} s; "
+                          f"per iteration sample {w['sample_s']:.2f} s, learn {w['learn_s']:.2f} s)")
     finally:
         for side in sides.values():
             side.stop()
 
-    ours, trivial = sides["ours"].median(), sides["trivial"].median()
-    res = cfg.resources
-    kept: dict[str, Any] = {}
+    def summary(name: str) -> dict[str, Any]:
+        side, cfg = sides[name], configs[name]
+        row = {"overrides": overrides[name], "env_runners": cfg.resources.env_runners,
+               "games_per_runner": cfg.sampler.games if name == "batched" else cfg.resources.envs_per_runner,
+               "train_batch_size": cfg.algo.train_batch_size, "steps_per_s": side.median(),
+               "episode_len_mean": side.episode_len, "windows": side.windows,
+               **{key: side.median(key) for key in TIMERS}}
+        if algo == "dqn":
+            row["kept_per_s"] = side.median("kept_per_s")
+            row["kept_share"] = (sum(w["env_steps_kept"] for w in side.windows)
+                                 / max(1, sum(w["env_steps"] for w in side.windows)))
+        else:
+            row.update(num_epochs=cfg.algo.num_epochs, minibatch_size=cfg.algo.minibatch_size)
+        return row
+
+    result = {"algo": algo, "exp": f"{algo}_selfplay", **{name: summary(name) for name in SIDES}}
+    result["ratio"] = result["batched"]["steps_per_s"] / result["per_game"]["steps_per_s"]
     if algo == "dqn":
-        ours_kept, trivial_kept = sides["ours"].median("kept_per_s"), sides["trivial"].median("kept_per_s")
-        kept = {"ours_kept_per_s": ours_kept, "trivial_kept_per_s": trivial_kept,
-                "ratio_kept": ours_kept / trivial_kept,
-                "ours_kept_share": sum(w["env_steps_kept"] for w in sides["ours"].windows)
-                / sum(w["env_steps"] for w in sides["ours"].windows)}
-    return {
-        "algo": algo,
-        "exp": f"{algo}_selfplay",
-        "overrides": overrides,
-        "env_runners": res.env_runners,
-        "envs_per_runner": res.envs_per_runner,
-        "learners": res.learners,
-        "train_batch_size": cfg.algo.train_batch_size,
-        "snapshots_filled": snapshots,
-        "bots": list(cfg.league.bots),
-        "decisions_per_episode": decisions["mean_decisions"],
-        "decisions_range": decisions["decisions_range"],
-        "trivial_episode_len": length,
-        "env_only_steps_per_s": decisions["env_only_steps_per_s"],
-        "ours_steps_per_s": ours,
-        "trivial_steps_per_s": trivial,
-        "ratio": ours / trivial,
-        **kept,
-        "episode_len_mean": {n: s.episode_len for n, s in sides.items()},
-        "windows": {n: s.windows for n, s in sides.items()},
-    }
+        result["ratio_kept"] = result["batched"]["kept_per_s"] / result["per_game"]["kept_per_s"]
+    return result
 
 
 def log(args, line: str) -> None:
@@ -342,74 +224,75 @@ def log(args, line: str) -> None:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Flags, and the launch/train.py overrides (every argument of the form key=value)."""
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """Flags, the launch/train.py overrides of both sides (key=value), and those after --per-game."""
+    per_game: list[str] = []
+    if "--per-game" in argv:
+        at = argv.index("--per-game")
+        rest = argv[at + 1:]
+        taken = next((i for i, a in enumerate(rest) if a.startswith("-")), len(rest))
+        per_game, argv = rest[:taken], argv[:at] + rest[taken:]
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     epilog="Other arguments key=value are launch/train.py overrides.")
+                                     epilog="Other arguments key=value are launch/train.py overrides of both sides; "
+                                            "--per-game KEY=VALUE ... applies to the per-game side only.")
     parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS), help="algorithms to measure")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of a timed window (whole iterations)")
     parser.add_argument("--repeats", type=int, default=3, help="timed windows per side; medians are reported")
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations per side before timing")
     parser.add_argument("--snapshots", type=int, default=-1,
                         help="snapshot slots to fill before timing (-1: all of league.max_snapshots)")
-    parser.add_argument("--games", type=int, default=200, help="random games that measure decisions per episode")
-    parser.add_argument("--stream-rows", type=int, default=4096, help="recorded decisions the trivial env replays")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args([a for a in argv if a not in overrides])
-    return args, overrides
+    return args, overrides, per_game
 
 
 def main(argv: list[str]) -> None:
-    args, overrides = parse(argv)
+    args, overrides, per_game = parse(argv)
     import ray
 
     from launch.cli import UserError, fail
 
-    try:
-        configs = {algo: compose_config(algo, overrides) for algo in args.algos}  # bad overrides fail here
+    side_overrides = {"per_game": ["sampler.name=per_game", *overrides, *per_game],
+                      "batched": ["sampler.name=batched", *overrides]}
+    try:  # bad overrides fail here, before Ray starts
+        configs = {algo: {name: compose_config(algo, o) for name, o in side_overrides.items()} for algo in args.algos}
     except (UserError, ValueError) as err:
         fail(err)
     # Both sides are alive at once: tell Ray of enough logical CPUs for two sets of actors.
     need = max(2 * (c.resources.env_runners * c.resources.cpus_per_env_runner + c.resources.learners)
-               for c in configs.values())
-    address = next(iter(configs.values())).resources.ray_address
+               for sides in configs.values() for c in sides.values())
+    address = next(iter(configs.values()))["batched"].resources.ray_address
     ray.init(address=address, num_cpus=None if address else max(os.cpu_count() or 1, int(np.ceil(need)) + 1),
              logging_level="ERROR", include_dashboard=False, configure_logging=True, log_to_driver=False)
     try:
-        results = [measure(algo, configs[algo], overrides, args) for algo in args.algos]
+        results = [measure(algo, configs[algo], side_overrides, args) for algo in args.algos]
     finally:
         ray.shutdown()
 
     if args.json:
         print(json.dumps({"cpus": os.cpu_count(), "seconds": args.seconds, "repeats": args.repeats,
-                          "results": results}, indent=2))
+                          "results": results}, indent=2, default=str))
         return
     print(f"\n{os.cpu_count()} CPUs, medians of {args.repeats} windows of >= {args.seconds:g} s per side, "
-          f"overrides: {' '.join(overrides) or '(none)'}")
-    print(f"{'algo':<6}{'env steps':<11}{'runners x envs':>15}{'ours steps/s':>14}{'trivial steps/s':>17}{'ratio':>7}")
+          f"overrides: {' '.join(overrides) or '(none)'}; per-game side also: {' '.join(per_game) or '(none)'}")
+    print(f"{'algo':<6}{'env steps':<11}{'per_game /s':>13}{'batched /s':>13}{'ratio':>8}   target")
     for r in results:
-        where = f"{r['env_runners']} x {r['envs_per_runner']}"
-        rows = [("sampled", r["ours_steps_per_s"], r["trivial_steps_per_s"], r["ratio"])]
+        rows = [("trained", r["per_game"]["steps_per_s"], r["batched"]["steps_per_s"], r["ratio"],
+                 ">= 10" if r["algo"] == "ppo" else "")]
         if "ratio_kept" in r:
-            rows.append(("kept", r["ours_kept_per_s"], r["trivial_kept_per_s"], r["ratio_kept"]))
-        for kind, ours, trivial, ratio in rows:
-            print(f"{r['algo']:<6}{kind:<11}{where:>15}{ours:>14,.0f}{trivial:>17,.0f}{ratio:>7.2f}")
-    print("target: ratio >= 0.7")
+            rows.append(("kept", r["per_game"]["kept_per_s"], r["batched"]["kept_per_s"], r["ratio_kept"], ">= 5"))
+        for kind, old, new, ratio, target in rows:
+            print(f"{r['algo']:<6}{kind:<11}{old:>13,.0f}{new:>13,.0f}{ratio:>8.2f}   {target}")
+    print("\nper iteration (medians, s):")
     for r in results:
-        lengths = r["episode_len_mean"]
-        line = (f"{r['algo']}: trivial episodes {r['trivial_episode_len']} decisions (ours under random legal play: "
-                f"mean {r['decisions_per_episode']:.1f}, range {r['decisions_range'][0]}-{r['decisions_range'][1]}, "
-                f"{r['env_only_steps_per_s']:,.0f} steps/s alone); RLlib episode_len_mean ours "
-                f"{_number(lengths['ours'])}, trivial {_number(lengths['trivial'])}")
-        if "ours_kept_share" in r:
-            line += f"; ours kept {100 * r['ours_kept_share']:.0f}% of its sampled steps"
-        print(line)
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+        for name in SIDES:
+            side = r[name]
+            extra = (f", replay {side['replay_s']:.2f}, kept {100 * side['kept_share']:.0f}% of sampled"
+                     if r["algo"] == "dqn" else f", {side['num_epochs']} epochs x minibatch {side['minibatch_size']}")
+            print(f"  {r['algo']} {name:<9} sample {side['sample_s']:.2f}, learn {side['learn_s']:.2f}{extra}; "
+                  f"batch {side['train_batch_size']}, {side['env_runners']} runner(s) x {side['games_per_runner']} games")
 
 
 if __name__ == "__main__":

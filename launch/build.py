@@ -25,6 +25,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
+from launch.sampler import BatchedLudoEnvRunner
 from launch.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings
@@ -217,15 +218,26 @@ def _number(value: float) -> str:
 
 
 def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
-                           matchmaker: Matchmaker | None = None) -> AlgorithmConfig:
-    """The complete RLlib config of a training run; building it starts nothing."""
+                           matchmaker: Matchmaker | None = None,
+                           externals: Mapping[str, str] | None = None) -> AlgorithmConfig:
+    """The complete RLlib config of a training run; building it starts nothing.
+
+    `externals` (league member name -> player spec) are the league members that are no RLModule; the batched
+    sampler seats them when the matchmaker draws their name (`launch.sampler`)."""
     pool = pool or make_pool(cfg)
     matchmaker = matchmaker or first_matchmaker(cfg, pool)
     algo = cfg.algo
     res = cfg.resources
     config = PPOConfig() if algo.name == "ppo" else DQNConfig()
+    batched = cfg.sampler.name == "batched"
+    environment = env_config(cfg)
+    if batched:
+        environment |= {"batch_games": cfg.sampler.games, "seat_players": dict(externals or {})}
+    elif externals:
+        raise UserError("league members that are no RLlib module (league.external) sit at training seats only "
+                        "with sampler.name=batched")
     config = (
-        config.environment(LudoMultiAgentEnv, env_config=env_config(cfg))
+        config.environment(LudoMultiAgentEnv, env_config=environment)
         .framework("torch")
         .env_runners(
             num_env_runners=res.env_runners,
@@ -243,6 +255,9 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
         .debugging(seed=cfg.seed, log_level="ERROR")
         .reporting(metrics_num_episodes_for_smoothing=100)
     )
+    if batched:
+        # One env copy per runner gives RLlib its spaces and connectors; the B games live in the runner.
+        config.env_runners(env_runner_cls=BatchedLudoEnvRunner, num_envs_per_env_runner=1)
     if algo.name == "ppo":
         config.training(
             lr=algo.lr,
@@ -260,7 +275,14 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
             grad_clip=algo.grad_clip,
         )
     else:
-        config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
+        if batched:
+            # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are safe
+            # and nothing sampled is dropped: every env step reaches the replay buffer.
+            config.env_runners(batch_mode="truncate_episodes",
+                               rollout_fragment_length=max(algo.rollout_fragment_length, cfg.sampler.games))
+        else:
+            # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
+            config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
         config.training(
             lr=algo.lr,
             gamma=algo.gamma,
@@ -270,7 +292,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
             n_step=algo.n_step,
             target_network_update_freq=algo.target_network_update_freq,
             tau=algo.tau,
-            replay_buffer_config=replay_buffer_config(cfg),
+            replay_buffer_config=replay_buffer_config(cfg, multi_agent=not batched),
             epsilon=epsilon_schedule(cfg),
             num_steps_sampled_before_learning_starts=algo.learning_starts,
             training_intensity=algo.training_intensity,
@@ -281,12 +303,21 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
     return config
 
 
-def replay_buffer_config(cfg: TrainConfig) -> dict[str, Any]:
+# By import path: RLlib recognises episode buffers by "EpisodeReplayBuffer" in the type's string.
+MAIN_BUFFERS = {"prioritized": "launch.sampler.MainPrioritizedEpisodeReplayBuffer",
+                "uniform": "launch.sampler.MainEpisodeReplayBuffer"}
+
+
+def replay_buffer_config(cfg: TrainConfig, multi_agent: bool = True) -> dict[str, Any]:
+    """The replay buffer: single-agent episodes (main's seats) from the batched sampler, multi-agent games from
+    the per-game one."""
     algo = cfg.algo
     if algo.replay == "prioritized":
         # A custom buffer config replaces RLlib's defaults, so alpha and beta must be given.
-        return {"type": "MultiAgentPrioritizedEpisodeReplayBuffer", "capacity": algo.buffer_capacity,
+        kind = "MultiAgentPrioritizedEpisodeReplayBuffer" if multi_agent else MAIN_BUFFERS["prioritized"]
+        return {"type": kind, "capacity": algo.buffer_capacity,
                 "alpha": algo.prioritized_alpha, "beta": algo.prioritized_beta}
     if algo.replay == "uniform":
-        return {"type": "MultiAgentEpisodeReplayBuffer", "capacity": algo.buffer_capacity}
+        return {"type": "MultiAgentEpisodeReplayBuffer" if multi_agent else MAIN_BUFFERS["uniform"],
+                "capacity": algo.buffer_capacity}
     raise ValueError(f"algo.replay={algo.replay!r} is not allowed: choose prioritized or uniform")

@@ -282,6 +282,21 @@ class ResourcesConfig:
     """Ray cluster to join (HOST:PORT or auto); None: RAY_ADDRESS or a `ray start` here, else a new one."""
 
 
+SAMPLERS = ("batched", "per_game")
+"""How EnvRunners play: `launch.sampler.BatchedLudoEnvRunner` over a batch of numba games, or RLlib's
+`MultiAgentEnvRunner` stepping ``resources.envs_per_runner`` one-game `LudoMultiAgentEnv` copies."""
+
+
+@dataclass
+class SamplerConfig:
+    name: str = "batched"
+    """batched (B games per EnvRunner in the numba engine, one forward pass per agent per step) or per_game
+    (RLlib steps one-game envs; the pre-batched path, kept for comparison: benchmarks/train_throughput.py)."""
+    games: int = 256
+    """batched: games each EnvRunner plays at once (B). 256 measured best on 2 cores: PPO end to end 128: 0.93x,
+    512: 0.98x of 256 (benchmarks/train_throughput.py --games); larger B costs memory, not speed."""
+
+
 @dataclass
 class BudgetConfig:
     minutes: float = 30.0
@@ -341,6 +356,7 @@ class TrainConfig:
     """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/trainers (GASettings, ...)."""
     league: LeagueConfig = field(default_factory=LeagueConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -460,6 +476,9 @@ def check(cfg: TrainConfig) -> None:
     _at_least("resources.cpus_per_env_runner", res.cpus_per_env_runner, 0)
     _at_least("resources.learners", res.learners, 0)
     parse_gpus(res.gpus_per_learner)
+    if cfg.sampler.name not in SAMPLERS:
+        raise ValueError(f"sampler.name={cfg.sampler.name!r} is not allowed: choose {' or '.join(SAMPLERS)}")
+    _within("sampler.games", cfg.sampler.games, 1, MAX_SAMPLER_GAMES)
     for key in ("minutes", "env_steps", "iterations"):
         _at_least(f"budget.{key}", getattr(cfg.budget, key), 0)
     if not (cfg.budget.minutes or cfg.budget.env_steps or cfg.budget.iterations):
@@ -471,6 +490,10 @@ def check(cfg: TrainConfig) -> None:
     _at_least("checkpoint.keep", cfg.checkpoint.keep, 1)
     if cfg.wandb.mode not in ("offline", "online", "disabled"):
         raise ValueError(f"wandb.mode={cfg.wandb.mode!r} is not allowed: choose offline, online or disabled")
+
+
+MAX_SAMPLER_GAMES = 65536
+"""Games one EnvRunner may hold: about 2 GB of engine rows, records and observations at the largest encoder."""
 
 
 def _at_least(key: str, value: float, low: float) -> None:

@@ -93,7 +93,8 @@ def train(dict_cfg: DictConfig) -> None:
         raise UserError(one_line(err)) from None
     for slot, member in league.slot_members().items():
         pool.fill(slot, member.iteration or 0)
-    algo_config = build.build_algorithm_config(cfg, pool, league.matchmaker(cfg.seed))
+    externals = seat_externals(cfg, league)  # every agent that will sit at a seat loads before Ray starts
+    algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
     ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
              configure_logging=True, log_to_driver=False)
     build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
@@ -137,7 +138,7 @@ def train(dict_cfg: DictConfig) -> None:
             if snapshot_due:
                 take_snapshot(algo, league, pool, state, evaluator, evaluation)
             if league_round is not None or snapshot_due:
-                install_matchmaker(algo, league.matchmaker(cfg.seed))
+                install_matchmaker(algo, training_matchmaker(cfg, league))
 
             # 6. log
             row = progress_row(cfg, result, state, pool, evaluation, steps_per_s, league, league_round)
@@ -263,6 +264,39 @@ def push_weights(algo, module_id: str, weights) -> None:
 
     # EnvRunners skip weights whose sequence number is not new, so the push is explicit.
     algo.env_runner_group.foreach_env_runner(load, local_env_runner=True)
+
+
+def seat_externals(cfg: TrainConfig, league) -> dict[str, str]:
+    """The league's external members as seat players (member name -> spec), each loaded once here so that one
+    that cannot play (a missing file, another variant or player count) stops the run now, in one line."""
+    if cfg.sampler.name != "batched":
+        return {}
+    from policies.players import PlayerSpecError, make_player
+
+    externals = {m.name: m.spec for m in league.store.members(active_only=True, kinds=["external"])}
+    for name, spec in externals.items():
+        try:
+            player = make_player(spec, cfg.seed)
+        except PlayerSpecError as err:
+            raise UserError(f"league member {name} cannot sit at a training seat: {one_line(err)}") from None
+        check_seat_fits(player, name, cfg)
+    return externals
+
+
+def check_seat_fits(player, name: str, cfg: TrainConfig) -> None:
+    """A learned player plays only the player count and observations it was trained on."""
+    from launch import build
+
+    module = getattr(player, "module", None)
+    trained_for = getattr(module, "players", None)
+    if trained_for is not None and int(trained_for) != build.players(cfg):
+        raise UserError(f"league member {name} was trained for {trained_for} players, this run has "
+                        f"{build.players(cfg)}: remove it from league.external")
+
+
+def training_matchmaker(cfg: TrainConfig, league):
+    """Seats of training games: PFSP over snapshots, bots and, with the batched sampler, external members."""
+    return league.matchmaker(cfg.seed, with_externals=cfg.sampler.name == "batched")
 
 
 def install_matchmaker(algo, matchmaker) -> None:

@@ -78,6 +78,9 @@ class LeagueSettings:
     """Share of opponent seats that are snapshots (goes to main until one exists)."""
     bot_weight: float = 0.2
     """Share of opponent seats that are bots."""
+    external_weight: float = 0.2
+    """Share of opponent seats that are external members (the batched sampler only; goes to main when there are
+    none)."""
     pfsp: str = "squared"
     """Prioritized fictitious self-play weighting f(x), x = main's chance to finish ahead: squared, linear,
     variance or uniform."""
@@ -214,7 +217,8 @@ class League:
         return path if path.is_absolute() else self.folder / path
 
     # ------------------------------------------------------------------ matchmaking
-    def matchmaker(self, seed: int, rounds_back: int | None = None) -> Matchmaker:
+    def matchmaker(self, seed: int, rounds_back: int | None = None, with_externals: bool = True) -> Matchmaker:
+        """Seats for training games, PFSP within snapshots, bots and (`with_externals`) external members."""
         settings = self.settings
         slots = self.slot_members()
         main = self.store.member(MAIN_MEMBER)
@@ -226,6 +230,7 @@ class League:
 
         ordered = sorted(slots.items(), key=lambda item: (item[1].iteration or 0, item[1].id))
         bots = [self.store.member(b) for b in settings.bots]
+        externals = self.store.members(active_only=True, kinds=["external"]) if with_externals else []
         return Matchmaker(
             settings.players,
             snapshots=tuple(snapshot_id(slot) for slot, _ in ordered),
@@ -234,6 +239,8 @@ class League:
             bot_weight=settings.bot_weight, seed=seed,
             snapshot_priorities=tuple(priority(m) for _, m in ordered),
             bot_priorities=tuple(priority(b) for b in bots),
+            externals=tuple(m.name for m in externals), external_weight=settings.external_weight,
+            external_priorities=tuple(priority(m) for m in externals),
         )
 
     def _recent_records(self, rounds_back: int) -> dict[tuple[int, int], tuple[int, int]]:
@@ -353,9 +360,12 @@ LOOKAHEAD_PREFIXES = ("search:", "mcts:")
 
 
 def normalized_external(spec: str) -> str:
-    """`spec` with its policy path made absolute (``ckpt:`` added to a bare path); checks the policy is there."""
+    """`spec` with its policy path made absolute (``ckpt:`` added to a bare path); checks the policy is there.
+    A ``py:`` bot stays as it is."""
     from policies.checkpoints import find_policy
 
+    if spec.startswith("py:"):
+        return spec
     for prefix in LOOKAHEAD_PREFIXES:
         if spec.startswith(prefix):
             path, sep, query = spec[len(prefix):].partition("?")
@@ -365,9 +375,11 @@ def normalized_external(spec: str) -> str:
 
 
 def external_spec_name(spec: str) -> str:
-    """``run@iter`` for a policy; a search adds its settings: ``run@iter:search-depth=2``."""
+    """``run@iter`` for a policy; a search adds its settings: ``run@iter:search-depth=2``; a ``py:`` bot its spec."""
     from policies.checkpoints import find_policy
 
+    if spec.startswith("py:"):
+        return spec
     for prefix in LOOKAHEAD_PREFIXES:
         if spec.startswith(prefix):
             path, _, query = spec[len(prefix):].partition("?")

@@ -10,12 +10,18 @@ Module ids (one RLModule each, all built when the algorithm is built):
   checkpoint always holds the same set of modules;
 * ``bot_<name>``: the seed bots as fixed `policies.modules.BotRLModule`.
 
+Besides modules, the batched sampler (`launch.sampler`) seats the league's
+*external* members, which are no RLModule (another run's PPO or DQN, a
+TD(lambda) value, a search player, a GA network, a ``py:`` bot), by their
+member name; they answer through `policies.players`.
+
 Each episode's seats are drawn by the `Matchmaker`: one seat (chosen at
 random) is always ``main``, so every episode trains it; every other seat is
 ``main`` with weight ``main``, a snapshot with weight ``snapshots`` (the
-weight goes to ``main`` while no slot is filled) or a bot with weight
-``bots``. Within snapshots and within bots the choice follows the
-``*_priorities`` (uniform when none are given); `policies.league.league`
+weight goes to ``main`` while no slot is filled), a bot with weight
+``bots`` or an external member with weight ``externals`` (to ``main`` when there is none).
+Within each group the choice follows the ``*_priorities`` (uniform when none
+are given); `policies.league.league`
 sets them by prioritized fictitious self-play and decides which snapshot
 occupies which slot. The draw is a pure function of the episode id, so all
 seats of an episode agree wherever they are asked.
@@ -68,18 +74,26 @@ class Matchmaker:
     """Relative chance of each snapshot within the snapshot share (empty: uniform)."""
     bot_priorities: tuple[float, ...] = ()
     """Relative chance of each bot within the bot share (empty: uniform)."""
+    externals: tuple[str, ...] = ()
+    """League members that are not modules, by member name (only the batched sampler can seat them)."""
+    external_weight: float = 0.0
+    external_priorities: tuple[float, ...] = ()
+    """Relative chance of each external within the external share (empty: uniform)."""
+
+    def _groups(self):
+        return ((self.snapshots, self.snapshot_priorities, self.snapshot_weight, "snapshot"),
+                (self.bots, self.bot_priorities, self.bot_weight, "bot"),
+                (self.externals, self.external_priorities, self.external_weight, "external"))
 
     def __post_init__(self):
-        for modules, priorities, what in ((self.snapshots, self.snapshot_priorities, "snapshot"),
-                                          (self.bots, self.bot_priorities, "bot")):
+        for modules, priorities, _, what in self._groups():
             if priorities and (len(priorities) != len(modules) or min(priorities) < 0):
                 raise ValueError(f"{what}_priorities must give one weight >= 0 per {what}: got {priorities}")
 
     def opponent_weights(self) -> dict[str, float]:
         """Chance that a non-learner seat is played by each module."""
         weights: dict[str, float] = {MAIN: self.main_weight}
-        for modules, priorities, share in ((self.snapshots, self.snapshot_priorities, self.snapshot_weight),
-                                           (self.bots, self.bot_priorities, self.bot_weight)):
+        for modules, priorities, share, _ in self._groups():
             priorities = priorities if sum(priorities) > 0 else (1.0,) * len(modules)
             if not modules:
                 weights[MAIN] += share  # nobody to play the share yet: main plays it

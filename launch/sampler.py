@@ -1,0 +1,460 @@
+"""`BatchedLudoEnvRunner`: one RLlib EnvRunner (a Ray actor) that owns B games in the numba engine.
+
+The per-game path (`ludo_env.multi_agent_env.LudoMultiAgentEnv`, ``sampler: per_game``) has RLlib step
+N one-game envs and build a `MultiAgentEpisode` one dict at a time. This runner
+(``sampler: batched``, the default) plays a `ludo_env.core.LudoGames` of ``sampler.games`` rows
+and, at each step, answers every game waiting on a decision with one forward pass per seat agent:
+``main`` (exploring, recorded) for all games where a main seat is to move, each snapshot slot
+for its games, each bot (numba) for its games. Nothing runs per game in Python while games are
+under way; per game Python runs only when a game starts (its seats are drawn) or ends.
+
+What the learner gets
+  One `SingleAgentEpisode` per (game, main seat): main's observations, actions, rewards and,
+  for PPO, its action logits and log-probabilities. Each carries ``agent_id`` ``seat_<s>``,
+  ``module_id`` ``main`` and the game's id as ``multi_agent_episode_id``, which is how RLlib's
+  multi-agent learner connectors key and route single-agent data, so the learner, the module
+  set and the checkpoints are those of the per-game path. A seat's reward is what
+  `LudoGames.collect_decision_reward` owes it at its next decision (shaping) or
+  `LudoGames.collect_end_rewards` at the end: exactly what `LudoMultiAgentEnv` pays. Episodes are
+  built in bulk from numpy arrays at the end of `sample`: a chain still running is shipped up to
+  its newest decision (its observation is the bootstrap state) and continued by the next call as a
+  chunk with the same id and ``t_started``, as RLlib's own runners cut episodes.
+
+Seats
+  Every game's seats come from ``config.policy_mapping_fn`` (a `policies.league.pool.Matchmaker`):
+  its ``matchup(key)`` for a per-runner game key. `launch.train.install_matchmaker` replaces it on
+  every runner, and a game started after that draws from the new one. Agents at seats: ``main``,
+  the modules of the runner's `MultiRLModule` (snapshot slots, `BotRLModule` bots, whose numba bot
+  is called directly), and the league's external members, which are no RLModule (other runs'
+  policies, TD(lambda) values, search players, GA networks, ``py:`` bots): the env config's
+  ``seat_players`` (member name -> player spec) are built here as `policies.players` players.
+
+Measured choices (2 cores, ``benchmarks/train_throughput.py``; figures in its docstring and in
+``docs/``): a custom EnvRunner rather than a ``VECTOR_ENTRY_POINT`` vector env behind
+`SingleAgentEnvRunner`, because that runner is single-agent (one module, every sub-env stepped
+by it at every step), so snapshots and bots would have to live inside the env, outside RLlib's
+weight sync, and every main seat of a game would need its own sub-env.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import PrioritizedEpisodeReplayBuffer
+from ray.rllib.utils.metrics import (
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_MODULE_RETURN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_AGENT_STEPS_SAMPLED,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    NUM_MODULE_STEPS_SAMPLED,
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME,
+    SAMPLE_TIMER,
+)
+
+from ludo_env.config import EnvConfig
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.engine.layout import CURRENT
+from ludo_env.rules import MAX_PLAYERS
+from policies.league.pool import MAIN
+from policies.players import make_player
+from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, inference_batch
+
+DEFAULT_GAMES = 256
+"""Games per EnvRunner; see `launch.schema.SamplerConfig.games` for how it was chosen."""
+
+NO_RECORD = -1
+
+
+def seat_agent_id(seat: int) -> str:
+    return f"seat_{seat}"
+
+
+class BatchedLudoEnvRunner(MultiAgentEnvRunner):
+    """See the module docstring. Built by RLlib from ``config.env_runners(env_runner_cls=...)``."""
+
+    def __init__(self, config, **kwargs):
+        # RLlib's own runner builds the module set, the connectors and the spaces from one env copy
+        # (num_envs_per_env_runner=1); the games themselves live in `self.games`.
+        super().__init__(config=config, **kwargs)
+        env_config = EnvConfig.from_mapping(dict(self.config.env_config))
+        self.batch = int(self.config.env_config.get("batch_games", DEFAULT_GAMES))
+        rules = env_config.build_rules()
+        self.players = rules.players
+        self.games = LudoGames(rules, self.batch, env_config.obs, env_config.build_reward(),
+                               env_config.auto_forced_moves, env_config.max_plies)
+        self._seeds = np.random.default_rng([int(env_config.seed), int(self.worker_index or 0)])
+        self._space = observation_space(env_config.obs)
+        self._seat_players = seat_players(self.config.env_config.get("seat_players", {}), env_config.seed)
+        self._is_ppo = not hasattr(self.module[MAIN], "compute_q_values")
+        self._games_started = 0
+        # Per game and seat: the agent index (0 = main) and, for main seats, the chain and its newest record.
+        self._agents: list[str] = [MAIN]
+        self._seat_agent = np.zeros((self.batch, MAX_PLAYERS), dtype=np.int64)
+        self._chain = np.full((self.batch, MAX_PLAYERS), NO_RECORD, dtype=np.int64)
+        self._last_record = np.full((self.batch, MAX_PLAYERS), NO_RECORD, dtype=np.int64)
+        self._game_key = [""] * self.batch
+        self._game_return = np.zeros(self.batch)
+        self._game_decisions = np.zeros(self.batch, dtype=np.int64)
+        self._records = _Records(self._space, self._is_ppo)
+        self._chains = _Chains()
+        self._started = False
+        self.illegal_moves = 0
+        """Choices the engine had to replace (never, with masked modules and checked players)."""
+        self.moves_by_agent: dict[str, int] = defaultdict(int)
+        self._steps_in_call = 0
+
+    # ------------------------------------------------------------------ seats
+    def _agent_index(self, name: str) -> int:
+        try:
+            return self._agents.index(name)
+        except ValueError:
+            if name != MAIN and name not in self.module.keys() and name not in self._seat_players:
+                raise ValueError(f"the matchmaker drew '{name}', which this EnvRunner does not have: "
+                                 f"modules {', '.join(self.module.keys())}; players "
+                                 f"{', '.join(self._seat_players) or 'none'}") from None
+            self._agents.append(name)
+            return len(self._agents) - 1
+
+    def _start_games(self, rows: np.ndarray) -> None:
+        matchmaker = self.config.policy_mapping_fn
+        seats = np.zeros(rows.size, dtype=np.int64)
+        for i, b in enumerate(rows):
+            key = f"w{self.worker_index or 0}g{self._games_started}"
+            self._games_started += 1
+            modules = matchmaker.matchup(key).modules
+            self._game_key[b] = key
+            self._seat_agent[b] = 0
+            self._chain[b] = NO_RECORD
+            for seat, name in enumerate(modules):
+                self._seat_agent[b, seat] = self._agent_index(name)
+                if name == MAIN:
+                    self._chain[b, seat] = self._chains.open(key, seat)
+            seats[i] = self._games_started % self.players  # the first mover rotates, as in LudoMultiAgentEnv
+        self._last_record[rows] = NO_RECORD
+        self._game_return[rows] = 0.0
+        self._game_decisions[rows] = 0
+        self.games.reset(rows, int(self._seeds.integers(2**63)), seats)
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None, explore: bool | None = None,
+               random_actions: bool = False, force_reset: bool = False) -> list[SingleAgentEpisode]:
+        """At least `num_timesteps` env steps (decisions of any seat) over the B games; main's chunks."""
+        if num_episodes is not None:
+            raise ValueError("BatchedLudoEnvRunner samples env steps, not whole episodes: leave num_episodes unset")
+        explore = self.config.explore if explore is None else explore
+        if num_timesteps is None:
+            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.config.num_envs_per_env_runner
+        with self.metrics.log_time(SAMPLE_TIMER):
+            if force_reset or not self._started:
+                self._start_games(np.arange(self.batch))
+                self._started = True
+            steps = self._steps_in_call = 0
+            seat_steps = np.zeros(MAX_PLAYERS, dtype=np.int64)
+            while steps < max(1, num_timesteps):
+                steps += self._step(explore, seat_steps)
+                self._steps_in_call = steps
+            episodes = self._ship()
+        self._log_steps(steps, seat_steps)
+        return episodes
+
+    def _step(self, explore: bool, seat_steps: np.ndarray) -> int:
+        """Every game takes one decision: one batched answer per agent. Returns the decisions taken."""
+        games, everyone = self.games, np.arange(self.batch)
+        movers = games.states[:, CURRENT].astype(np.int64)
+        paid = games.collect_decision_reward(everyone)
+        agents = self._seat_agent[everyone, movers]
+        choices = np.zeros(self.batch, dtype=np.int64)
+        for agent in np.unique(agents):
+            rows = np.flatnonzero(agents == agent)
+            if agent == 0:
+                choices[rows] = self._main_decisions(rows, movers[rows], paid[rows], explore)
+            else:
+                choices[rows] = self._opponent_decisions(self._agents[agent], rows, explore)
+            self.moves_by_agent[self._agents[agent]] += rows.size
+        seat_steps += np.bincount(movers, minlength=MAX_PLAYERS)
+        self._game_decisions += 1
+        self.illegal_moves += games.play(everyone, choices)
+        ended = np.flatnonzero(games.over(everyone) | games.truncated(everyone))
+        if ended.size:
+            self._end_games(ended)
+            self._start_games(ended)
+        return self.batch
+
+    def _main_decisions(self, rows, seats, paid, explore: bool) -> np.ndarray:
+        last = self._last_record[rows, seats]
+        owed = last != NO_RECORD
+        self._records.reward[last[owed]] += paid[owed]
+        self._game_return[rows] += paid
+        obs = self.games.observe(rows)
+        batch = inference_batch(obs[OBSERVATIONS], obs[ACTION_MASK], obs[STATE])
+        module = self.module[MAIN]
+        with torch.no_grad():
+            if explore:
+                out = module.forward_exploration(batch, t=self._lifetime_steps())
+            else:
+                out = module.forward_inference(batch)
+        actions, logits, logp = _actions_of(out, explore)
+        index = self._records.add(self._chain[rows, seats], obs, actions, logits, logp)
+        self._last_record[rows, seats] = index
+        return actions
+
+    def _opponent_decisions(self, name: str, rows: np.ndarray, explore: bool) -> np.ndarray:
+        games = self.games
+        player = self._seat_players.get(name)
+        module = self.module[name] if player is None else None
+        if isinstance(module, BotRLModule):
+            player = module.bot
+        if player is not None:
+            return np.asarray(player.act(games.states[rows], games.tab, games.masks[rows]), dtype=np.int64)
+        obs = games.observe(rows)
+        batch = inference_batch(obs[OBSERVATIONS], obs[ACTION_MASK])
+        with torch.no_grad():
+            out = (module.forward_exploration(batch, t=self._lifetime_steps()) if explore
+                   else module.forward_inference(batch))
+        return _actions_of(out, explore)[0]
+
+    def _end_games(self, rows: np.ndarray) -> None:
+        games = self.games
+        for b in rows:
+            final = games.collect_end_rewards(int(b))
+            terminated = bool(games.over(slice(b, b + 1))[0])
+            main_seats = np.flatnonzero(self._chain[b, : self.players] != NO_RECORD)
+            for seat in main_seats:
+                last = self._last_record[b, seat]
+                chain = self._chain[b, seat]
+                if last == NO_RECORD:  # main never had a decision at this seat
+                    self._chains.drop(chain)
+                    continue
+                self._records.reward[last] += final[seat]
+                self._game_return[b] += final[seat]
+                self._chains.close(chain, terminated)
+            self._log_episode(int(self._game_decisions[b]), float(self._game_return[b]))
+            self._chain[b] = NO_RECORD
+
+    def _ship(self) -> list[SingleAgentEpisode]:
+        """Episodes (chunks) of every chain with shipped-ready records; keeps each running chain's newest record."""
+        records, chains = self._records, self._chains
+        order = np.argsort(records.chain[: records.size], kind="stable")
+        chain_ids, starts = np.unique(records.chain[order], return_index=True)
+        bounds = np.append(starts, order.size)
+        episodes, kept = [], []
+        for i, chain in enumerate(chain_ids):
+            idx = order[bounds[i]: bounds[i + 1]]
+            done = chains.done.get(int(chain))
+            if done is None:  # running: ship all but the newest, whose observation bootstraps the chunk
+                kept.append(idx[-1])
+                if idx.size > 1:
+                    episodes.append(self._episode(int(chain), idx[:-1], observations=idx, terminated=False,
+                                                  truncated=False))
+            else:
+                episodes.append(self._episode(int(chain), idx, observations=np.append(idx, idx[-1]),
+                                              terminated=done, truncated=not done))
+                chains.forget(int(chain))
+        remap = records.compact(np.asarray(kept, dtype=np.int64))
+        live = self._last_record != NO_RECORD
+        self._last_record[live] = remap[self._last_record[live]]
+        return episodes
+
+    def _episode(self, chain: int, idx: np.ndarray, observations: np.ndarray, terminated: bool,
+                 truncated: bool) -> SingleAgentEpisode:
+        records, chains = self._records, self._chains
+        key, seat = chains.owner[chain]
+        n = idx.size
+        extra = {}
+        if records.logits is not None:
+            extra = {Columns.ACTION_DIST_INPUTS: InfiniteLookbackBuffer(records.logits[idx]),
+                     Columns.ACTION_LOGP: InfiniteLookbackBuffer(records.logp[idx])}
+        episode = SingleAgentEpisode(
+            id_=f"{key}s{seat}",
+            observations=InfiniteLookbackBuffer({k: v[observations] for k, v in records.obs.items()}),
+            observation_space=self._space,
+            infos=InfiniteLookbackBuffer([{}] * (n + 1)),
+            actions=InfiniteLookbackBuffer(records.action[idx]),
+            action_space=ACTION_SPACE,
+            rewards=InfiniteLookbackBuffer(records.reward[idx].astype(np.float32)),
+            extra_model_outputs=extra,
+            terminated=terminated,
+            truncated=truncated,
+            t_started=chains.shipped[chain],
+            len_lookback_buffer=0,
+            agent_id=seat_agent_id(seat),
+            module_id=MAIN,
+            multi_agent_episode_id=key,
+        )
+        chains.shipped[chain] += n
+        return episode
+
+    # ------------------------------------------------------------------ metrics
+    def _log_steps(self, steps: int, seat_steps: np.ndarray) -> None:
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
+        for seat in range(self.players):
+            agent = seat_agent_id(seat)
+            self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, agent), int(seat_steps[seat]), reduce="sum")
+            self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent), int(seat_steps[seat]),
+                                   reduce="lifetime_sum")
+        main_steps = int(self._records.added_since_log)
+        self._records.added_since_log = 0
+        self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, MAIN), main_steps, reduce="sum")
+        self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, MAIN), main_steps, reduce="lifetime_sum")
+
+    def _log_episode(self, length: int, main_return: float) -> None:
+        self.metrics.log_value(NUM_EPISODES, 1, reduce="sum")
+        self.metrics.log_value(NUM_EPISODES_LIFETIME, 1, reduce="lifetime_sum")
+        window = max(1, int(math.ceil(self.config.metrics_num_episodes_for_smoothing
+                                      / (self.config.num_env_runners or 1))))
+        self.metrics.log_dict({EPISODE_LEN_MEAN: length, EPISODE_RETURN_MEAN: main_return,
+                               EPISODE_MODULE_RETURN_MEAN: {MAIN: main_return}}, window=window)
+        self.metrics.log_dict({EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: main_return}, reduce="min",
+                              window=window)
+        self.metrics.log_dict({EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: main_return}, reduce="max",
+                              window=window)
+
+    def _lifetime_steps(self) -> int:
+        """The run's env steps so far, the clock of DQN's epsilon schedule: the count the algorithm last synced
+        plus this call's steps times the number of runners, as RLlib's own runners estimate it."""
+        return int(self.num_env_steps_sampled_lifetime) + self._steps_in_call * (self.config.num_env_runners or 1)
+
+
+def seat_players(specs: dict[str, str], seed: int = 0) -> dict[str, Any]:
+    """League members that are no RLModule, as `policies.players` players by member name."""
+    return {name: make_player(spec, seed) for name, spec in specs.items()}
+
+
+def _actions_of(out: dict, explore: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(actions, logits, log-probabilities) from a masked module's forward output; PPO samples (or takes the
+    argmax when not exploring) from its logits, DQN's exploration already chose."""
+    if Columns.ACTIONS in out:
+        actions = out[Columns.ACTIONS]
+        return (actions.numpy() if isinstance(actions, torch.Tensor) else np.asarray(actions)).astype(np.int64), \
+            None, None
+    logits = out[Columns.ACTION_DIST_INPUTS]
+    if explore:
+        actions = torch.distributions.Categorical(logits=logits).sample()
+    else:
+        actions = logits.argmax(dim=-1)
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, actions[:, None])[:, 0]
+    return actions.numpy().astype(np.int64), logits.numpy(), logp.numpy()
+
+
+class _Records:
+    """main's decisions not yet shipped, as growing numpy columns (one row per decision)."""
+
+    def __init__(self, space, with_logits: bool, capacity: int = 16384):
+        self._space = space
+        self._with_logits = with_logits
+        self.size = 0
+        self.added_since_log = 0
+        self._allocate(capacity)
+
+    def _allocate(self, capacity: int) -> None:
+        def grow(old, shape, dtype):
+            new = np.zeros((capacity, *shape), dtype=dtype)
+            if old is not None:
+                new[: self.size] = old[: self.size]
+            return new
+
+        had = getattr(self, "chain", None) is not None
+        self.obs = {k: grow(self.obs[k] if had else None, s.shape, s.dtype) for k, s in self._space.spaces.items()}
+        self.chain = grow(self.chain if had else None, (), np.int64)
+        self.action = grow(self.action if had else None, (), np.int64)
+        self.reward = grow(self.reward if had else None, (), np.float64)
+        self.logits = grow(self.logits if had else None, (ACTION_SPACE.n,), np.float32) if self._with_logits else None
+        self.logp = grow(self.logp if had else None, (), np.float32) if self._with_logits else None
+        self.capacity = capacity
+
+    def add(self, chains, obs, actions, logits, logp) -> np.ndarray:
+        n = chains.size
+        if self.size + n > self.capacity:
+            self._allocate(max(2 * self.capacity, self.size + n))
+        at = slice(self.size, self.size + n)
+        for k in self.obs:
+            self.obs[k][at] = obs[k]
+        self.chain[at] = chains
+        self.action[at] = actions
+        self.reward[at] = 0.0
+        if self.logits is not None:
+            self.logits[at] = logits
+            self.logp[at] = logp
+        self.size += n
+        self.added_since_log += n
+        return np.arange(at.start, at.stop)
+
+    def compact(self, keep: np.ndarray) -> np.ndarray:
+        """Keep only rows `keep` (moved to the front, in order); returns old index -> new index."""
+        remap = np.full(max(self.size, 1), NO_RECORD, dtype=np.int64)
+        remap[keep] = np.arange(keep.size)
+        columns = [*self.obs.values(), self.chain, self.action, self.reward]
+        if self.logits is not None:
+            columns += [self.logits, self.logp]
+        for column in columns:
+            column[: keep.size] = column[keep]
+        self.size = keep.size
+        return remap
+
+
+class _Chains:
+    """main's seat in one game: its key, its seat, how many steps were shipped, and how it ended."""
+
+    def __init__(self):
+        self.owner: dict[int, tuple[str, int]] = {}
+        self.shipped: dict[int, int] = {}
+        self.done: dict[int, bool] = {}
+        """Ended chains: True terminated, False truncated (the turn limit)."""
+        self._next = 0
+
+    def open(self, key: str, seat: int) -> int:
+        chain = self._next
+        self._next += 1
+        self.owner[chain], self.shipped[chain] = (key, seat), 0
+        return chain
+
+    def close(self, chain: int, terminated: bool) -> None:
+        self.done[int(chain)] = terminated
+
+    def drop(self, chain: int) -> None:
+        self.forget(int(chain))
+
+    def forget(self, chain: int) -> None:
+        self.owner.pop(chain, None)
+        self.shipped.pop(chain, None)
+        self.done.pop(chain, None)
+
+
+class _MainTransitions:
+    """Replay of main's single-agent chunks for a multi-agent learner: RLlib's single-agent buffers return
+    transitions without agent and module ids, which the multi-agent learner connectors key their batch by.
+    Each sampled transition gets its own key, so the batch keeps the sampled order (which the prioritized
+    buffer's priority update relies on)."""
+
+    def sample(self, *args, **kwargs):
+        transitions = super().sample(*args, **kwargs)
+        for i, transition in enumerate(transitions):
+            transition.agent_id, transition.module_id, transition.multi_agent_episode_id = "main", MAIN, str(i)
+        return transitions
+
+
+class MainPrioritizedEpisodeReplayBuffer(_MainTransitions, PrioritizedEpisodeReplayBuffer):
+    """`PrioritizedEpisodeReplayBuffer` for the batched sampler's episodes."""
+
+
+class MainEpisodeReplayBuffer(_MainTransitions, EpisodeReplayBuffer):
+    """`EpisodeReplayBuffer` for the batched sampler's episodes."""
