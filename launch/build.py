@@ -232,7 +232,8 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
     batched = cfg.sampler.name == "batched"
     environment = env_config(cfg)
     if batched:
-        environment |= {"batch_games": cfg.sampler.games, "seat_players": dict(externals or {})}
+        environment |= {"batch_games": cfg.sampler.games, "prefetch": cfg.sampler.prefetch,
+                        "seat_players": dict(externals or {})}
     elif externals:
         raise UserError("league members that are no RLlib module (league.external) sit at training seats only "
                         "with sampler.name=batched")

@@ -38,8 +38,10 @@ weight sync, and every main seat of a game would need its own sub-env.
 from __future__ import annotations
 
 import math
-import time
+import threading
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,7 @@ from ray.rllib.utils.metrics import (
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     SAMPLE_TIMER,
 )
+
 
 from ludo_env.config import EnvConfig
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
@@ -120,6 +123,11 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         """Choices the engine had to replace (never, with masked modules and checked players)."""
         self.moves_by_agent: dict[str, int] = defaultdict(int)
         self._steps_in_call = 0
+        # Prefetch: a remote runner plays its next sample while the learner trains on this one.
+        self._prefetch = bool(self.config.env_config.get("prefetch", False)) and bool(self.worker_index)
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ludo-sampler")
+        self._pending: Future | None = None
+        self._weights_lock = threading.Lock()
 
     # ------------------------------------------------------------------ seats
     def _agent_index(self, name: str) -> int:
@@ -156,26 +164,65 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
     # ------------------------------------------------------------------ sampling
     def sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None, explore: bool | None = None,
                random_actions: bool = False, force_reset: bool = False) -> list[SingleAgentEpisode]:
-        """At least `num_timesteps` env steps (decisions of any seat) over the B games; main's chunks."""
+        """At least `num_timesteps` env steps (decisions of any seat) over the B games; main's chunks.
+
+        With prefetch, what this returns was played while the learner trained on the previous sample (by the
+        weights before that update), and the next sample starts now, in the background."""
         if num_episodes is not None:
             raise ValueError("BatchedLudoEnvRunner samples env steps, not whole episodes: leave num_episodes unset")
         explore = self.config.explore if explore is None else explore
         if num_timesteps is None:
             num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.config.num_envs_per_env_runner
         with self.metrics.log_time(SAMPLE_TIMER):
+            if force_reset and self._pending is not None:
+                self._pending.result()
+                self._pending = None
+            if self._pending is None:
+                sampled = self._collect(num_timesteps, explore, force_reset)
+            else:
+                sampled = self._pending.result()
+            if self._prefetch:
+                self._pending = self._background.submit(self._collect, num_timesteps, explore, False)
+        return self._publish(sampled)
+
+    def _collect(self, num_timesteps: int, explore: bool, force_reset: bool) -> _Sampled:
+        """Play until `num_timesteps` decisions are taken; touches no metrics (it may run in the background)."""
+        with self._weights_lock:
             if force_reset or not self._started:
                 self._start_games(np.arange(self.batch))
                 self._started = True
-            steps = self._steps_in_call = 0
-            seat_steps = np.zeros(MAX_PLAYERS, dtype=np.int64)
-            while steps < max(1, num_timesteps):
-                steps += self._step(explore, seat_steps)
-                self._steps_in_call = steps
-            episodes = self._ship()
-        self._log_steps(steps, seat_steps)
-        return episodes
+        sampled = _Sampled(seat_steps=np.zeros(MAX_PLAYERS, dtype=np.int64))
+        self._steps_in_call = 0
+        while sampled.steps < max(1, num_timesteps):
+            with self._weights_lock:  # weights and the matchmaker change between steps, never during one
+                sampled.steps += self._step(explore, sampled)
+            self._steps_in_call = sampled.steps
+        sampled.episodes = self._ship()
+        return sampled
 
-    def _step(self, explore: bool, seat_steps: np.ndarray) -> int:
+    def _publish(self, sampled: _Sampled) -> list[SingleAgentEpisode]:
+        self._log_steps(sampled)
+        for length, main_return in sampled.ended_games:
+            self._log_episode(length, main_return)
+        return sampled.episodes
+
+    # ------------------------------------------------------------------ weights, seen from RLlib and the league
+    def set_state(self, state) -> None:
+        with self._weights_lock:
+            super().set_state(state)
+
+    def set_module_state(self, module_id: str, state) -> None:
+        """One module's weights (a league snapshot slot), between two steps of a sample in progress."""
+        with self._weights_lock:
+            self.module[module_id].set_state(state)
+
+    def stop(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+        self._background.shutdown(wait=True, cancel_futures=True)
+        super().stop()
+
+    def _step(self, explore: bool, sampled: _Sampled) -> int:
         """Every game takes one decision: one batched answer per agent. Returns the decisions taken."""
         games, everyone = self.games, np.arange(self.batch)
         movers = games.states[:, CURRENT].astype(np.int64)
@@ -185,20 +232,20 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         for agent in np.unique(agents):
             rows = np.flatnonzero(agents == agent)
             if agent == 0:
-                choices[rows] = self._main_decisions(rows, movers[rows], paid[rows], explore)
+                choices[rows] = self._main_decisions(rows, movers[rows], paid[rows], explore, sampled)
             else:
                 choices[rows] = self._opponent_decisions(self._agents[agent], rows, explore)
             self.moves_by_agent[self._agents[agent]] += rows.size
-        seat_steps += np.bincount(movers, minlength=MAX_PLAYERS)
+        sampled.seat_steps += np.bincount(movers, minlength=MAX_PLAYERS)
         self._game_decisions += 1
         self.illegal_moves += games.play(everyone, choices)
         ended = np.flatnonzero(games.over(everyone) | games.truncated(everyone))
         if ended.size:
-            self._end_games(ended)
+            sampled.ended_games += self._end_games(ended)
             self._start_games(ended)
         return self.batch
 
-    def _main_decisions(self, rows, seats, paid, explore: bool) -> np.ndarray:
+    def _main_decisions(self, rows, seats, paid, explore: bool, sampled: _Sampled) -> np.ndarray:
         last = self._last_record[rows, seats]
         owed = last != NO_RECORD
         self._records.reward[last[owed]] += paid[owed]
@@ -212,6 +259,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
             else:
                 out = module.forward_inference(batch)
         actions, logits, logp = _actions_of(out, explore)
+        sampled.main_steps += rows.size
         index = self._records.add(self._chain[rows, seats], obs, actions, logits, logp)
         self._last_record[rows, seats] = index
         return actions
@@ -231,8 +279,9 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
                    else module.forward_inference(batch))
         return _actions_of(out, explore)[0]
 
-    def _end_games(self, rows: np.ndarray) -> None:
-        games = self.games
+    def _end_games(self, rows: np.ndarray) -> list[tuple[int, float]]:
+        """Pay every main seat its end reward and close its chain; (decisions, main's return) of each game."""
+        games, ended = self.games, []
         for b in rows:
             final = games.collect_end_rewards(int(b))
             terminated = bool(games.over(slice(b, b + 1))[0])
@@ -246,8 +295,9 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
                 self._records.reward[last] += final[seat]
                 self._game_return[b] += final[seat]
                 self._chains.close(chain, terminated)
-            self._log_episode(int(self._game_decisions[b]), float(self._game_return[b]))
+            ended.append((int(self._game_decisions[b]), float(self._game_return[b])))
             self._chain[b] = NO_RECORD
+        return ended
 
     def _ship(self) -> list[SingleAgentEpisode]:
         """Episodes (chunks) of every chain with shipped-ready records; keeps each running chain's newest record."""
@@ -303,16 +353,16 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         return episode
 
     # ------------------------------------------------------------------ metrics
-    def _log_steps(self, steps: int, seat_steps: np.ndarray) -> None:
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
+    def _log_steps(self, sampled: _Sampled) -> None:
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, sampled.steps, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, sampled.steps, reduce="lifetime_sum",
+                               with_throughput=True)
         for seat in range(self.players):
             agent = seat_agent_id(seat)
-            self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, agent), int(seat_steps[seat]), reduce="sum")
-            self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent), int(seat_steps[seat]),
+            self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, agent), int(sampled.seat_steps[seat]), reduce="sum")
+            self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent), int(sampled.seat_steps[seat]),
                                    reduce="lifetime_sum")
-        main_steps = int(self._records.added_since_log)
-        self._records.added_since_log = 0
+        main_steps = sampled.main_steps
         self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, MAIN), main_steps, reduce="sum")
         self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, MAIN), main_steps, reduce="lifetime_sum")
 
@@ -332,6 +382,17 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         """The run's env steps so far, the clock of DQN's epsilon schedule: the count the algorithm last synced
         plus this call's steps times the number of runners, as RLlib's own runners estimate it."""
         return int(self.num_env_steps_sampled_lifetime) + self._steps_in_call * (self.config.num_env_runners or 1)
+
+
+@dataclass
+class _Sampled:
+    """What one sample played: main's episodes (chunks), decisions per seat, and the games that ended."""
+
+    seat_steps: np.ndarray
+    steps: int = 0
+    main_steps: int = 0
+    ended_games: list[tuple[int, float]] = field(default_factory=list)
+    episodes: list[SingleAgentEpisode] = field(default_factory=list)
 
 
 def seat_players(specs: dict[str, str], seed: int = 0) -> dict[str, Any]:
@@ -362,7 +423,6 @@ class _Records:
         self._space = space
         self._with_logits = with_logits
         self.size = 0
-        self.added_since_log = 0
         self._allocate(capacity)
 
     def _allocate(self, capacity: int) -> None:
@@ -395,7 +455,6 @@ class _Records:
             self.logits[at] = logits
             self.logp[at] = logp
         self.size += n
-        self.added_since_log += n
         return np.arange(at.start, at.stop)
 
     def compact(self, keep: np.ndarray) -> np.ndarray:

@@ -260,7 +260,12 @@ def push_weights(algo, module_id: str, weights) -> None:
     algo.learner_group.set_weights({module_id: weights})
 
     def load(runner, _weights=weights, _id=module_id):
-        runner.module[_id].set_state(_weights)
+        from launch.sampler import BatchedLudoEnvRunner
+
+        if isinstance(runner, BatchedLudoEnvRunner):
+            runner.set_module_state(_id, _weights)  # between two steps of a sample playing in the background
+        else:
+            runner.module[_id].set_state(_weights)
 
     # EnvRunners skip weights whose sequence number is not new, so the push is explicit.
     algo.env_runner_group.foreach_env_runner(load, local_env_runner=True)

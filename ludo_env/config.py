@@ -43,8 +43,8 @@ class EnvConfig:
         values = dict(values or {})
         known = {f.name for f in fields(cls)}
         # RLlib adds its own keys (worker_index, num_workers, vector_index, remote) to env configs.
-        # The batched EnvRunner (launch.sampler) owns its games and seats: "batch_games", "seat_players" are its.
-        ignored = {"worker_index", "num_workers", "vector_index", "remote", "batch_games", "seat_players"}
+        # The batched EnvRunner (launch.sampler) owns its games and seats: these keys are its own.
+        ignored = {"worker_index", "num_workers", "vector_index", "remote", "batch_games", "prefetch", "seat_players"}
         unknown = sorted(set(values) - known - ignored)
         if unknown:
             raise EnvConfigError(f"unknown env setting {unknown[0]!r}: choose from {', '.join(sorted(known))}")
