@@ -108,7 +108,8 @@ function show(next) {
   }
   const last = view.log.length ? view.log[view.log.length - 1] : null;
   const dieValue = view.die || (last ? last.die : 0);
-  drawDie($("die-face"), view.turn === "roll" ? 0 : dieValue, view.seats[view.turn === "roll" ? you : (last ? last.seat : mover)].colour);
+  const dieSeat = view.turn === "roll" || view.turn === "move" ? you : (last ? last.seat : mover);
+  drawDie($("die-face"), view.turn === "roll" ? 0 : dieValue, view.seats[dieSeat].colour);
   $("die").disabled = view.turn !== "roll";
   $("turn").textContent = {roll: "Your turn: click the die", move: `You rolled ${view.die}: pick a highlighted token`,
                            opponent: `${view.seats[mover].colour} (${view.seats[mover].player}) to play`,
