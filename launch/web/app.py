@@ -421,6 +421,7 @@ class RecordShelf:
         names = [COLOUR_NAMES[c] for c in rules.seat_colours]
         steps = []
         game = None
+        agents = {spec: self.site.known_agent(spec) for spec in {str(p) for p in decisions.players[rows]}}
         for row in rows:
             state = decisions.states[row]
             game = Game.from_state(rules, state)
@@ -429,7 +430,7 @@ class RecordShelf:
             steps.append({"seat": game.current, "player": short_label(spec), "die": game.die,
                           "tokens": token_places(rules, game.tokens), "legal": move_options(game, names),
                           "chosen": chosen, "text": describe_move(game, chosen, names),
-                          "insight": move_insight(self.site.known_agent(spec), state, tab, decisions.legal[row])})
+                          "insight": move_insight(agents[spec], state, tab, decisions.legal[row])})
         game.move(int(decisions.chosen[rows[-1]]))
         return {"file": file_key, "game": game_index, "name": name.partition(":")[2], "variant": rules.name,
                 "players": rules.players, "colours": names, "board": board_geometry(rules), "steps": steps,

@@ -204,8 +204,8 @@ def test_a_whole_game_against_three_bots_by_clicks_is_recorded_move_for_move(bro
         player = Person(driver, seat=0, seed=3)
         while len(player.moves) < 14 and player.act():
             pass
-        while wait_for_person(driver)["turn"] != "move":
-            player.act()
+        while wait_for_person(driver)["turn"] != "move" or len(own_tokens(driver, 0, legal=True)) < 2:
+            assert player.act(), "the game ended before a screenshot was taken"
         shot = Path(keep)
         shot.parent.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(shot))
