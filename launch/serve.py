@@ -147,11 +147,11 @@ def bind(host: str, port: int) -> socket.socket:
 
 def warm_up() -> None:
     """Compile the engine's kernels (or load them from numba's cache) before the first click waits on it."""
+    import numpy as np
+
     from ludo_env.engine import Game
     from ludo_env.rules import Rules
     from policies.players import make_player
-
-    import numpy as np
 
     game = Game(Rules.load("classic"), seed=0)
     bot = make_player("random")

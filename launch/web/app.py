@@ -397,7 +397,7 @@ class RecordShelf:
                 continue
             for k, (game, rows) in enumerate(games_of(decisions).items()):
                 out.append({"file": key, "game": k, "name": game.partition(":")[2], "decisions": len(rows),
-                            "variant": decisions.rules.name, "players": sorted({str(p) for p in decisions.players[rows]})})
+                            "variant": decisions.rules.name, "players": sorted({short_label(str(p)) for p in decisions.players[rows]})})
         return out
 
     def replay(self, file_key: str, game_index: int) -> dict[str, Any]:

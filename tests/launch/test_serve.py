@@ -19,7 +19,6 @@ from launch.cli import UserError
 from launch.serve import HOST, bind, parse
 from launch.web.app import Site, create_app
 from ludo_env.engine import Game
-from ludo_env.engine.layout import CURRENT, DIE
 from policies.records import load_decisions, read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,6 +161,28 @@ def test_a_learned_agent_plays_and_its_replay_shows_its_move_probabilities(tmp_p
     assert all(s["insight"] is None for s in replay["steps"] if s["seat"] != 1)
 
 
+def test_an_evaluate_record_of_a_search_agent_replays_with_its_move_values(tmp_path, tiny_policy):
+    from policies.tournament import play_tournament
+
+    spec = f"search:{tiny_policy}?depth=2"
+    record = tmp_path / "evaluate.jsonl"  # what launch/evaluate.py record= writes: one entry's decisions
+    play_tournament([spec, "random", "random", "random"], games=1, rules="classic", seed=1, rate=False,
+                    record=record, record_entry=0)
+    site = Site(tmp_path / "records", [spec], replays=[record])
+    site.load_agents()
+    client = TestClient(create_app(site))
+    [listed] = client.get("/api/records").json()["records"]
+    assert listed["file"] == "file0/evaluate.jsonl" and listed["players"] == ["search:policy?depth=2"]
+    replay = client.get("/api/replay", params={"file": listed["file"], "game": 0}).json()
+    lines = read_records(record)
+    assert len(replay["steps"]) == len(lines)
+    for step, line in zip(replay["steps"], lines):
+        values = step["insight"]["tokens"]
+        assert step["insight"]["kind"] == "values"
+        assert [v is not None for v in values] == [bool(x) for x in line["legal"]]
+        assert line["chosen"] == max((t for t in range(4) if line["legal"][t]), key=lambda t: values[t])
+
+
 @pytest.fixture(scope="module")
 def tiny_policy(tmp_path_factory):
     from tests.league.tiny_policy import write_tiny_policy
@@ -257,7 +278,7 @@ def test_records_survive_a_restart_and_bad_requests_get_json(tmp_path):
     (["port=-1"], "port=-1 is not allowed"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, words):
-    run = subprocess.run([sys.executable, "launch/serve.py", *args], cwd=ROOT, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "launch/serve.py", *args], check=False, cwd=ROOT, capture_output=True, text=True,
                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and words in run.stderr, run.stderr
 
@@ -267,7 +288,7 @@ def test_a_port_in_use_is_one_line_and_exit_2():
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        run = subprocess.run([sys.executable, "launch/serve.py", f"port={port}"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        run = subprocess.run([sys.executable, "launch/serve.py", f"port={port}"], check=False, cwd=ROOT,
+                             capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 2 and run.stderr.strip() == f"error: port={port}: cannot serve on 127.0.0.1 " \
                                                         "(Address already in use)"

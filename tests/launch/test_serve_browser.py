@@ -18,13 +18,15 @@ import pytest
 from ludo_env.engine import Game
 from ludo_env.rules import Rules
 from policies.records import read_records
-from tests.league.conftest import league_db  # noqa: F401 - the small real league, as a fixture here too
+from tests.league import conftest as league_fixtures
 from tests.league.test_leaderboard_browser import CHROMEDRIVER, CHROMIUM, _ensure_chromium, _ensure_selenium
 
 pytestmark = pytest.mark.browser
+league_db = league_fixtures.league_db  # the small real league of tests/league, a fixture here too
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60
+POLL = 0.02  # seconds between checks of a wait: the default half second would dominate a game of clicks
 
 
 def new_chrome():
@@ -83,7 +85,7 @@ def wait_for_person(driver) -> dict:
     """Wait until the page waits on the person (roll, move) or the game is over."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT).until(
+    return WebDriverWait(driver, WAIT, poll_frequency=POLL).until(
         lambda d: (s := page_state(d))["turn"] in ("roll", "move", "over") and not s["busy"] and s)
 
 
@@ -92,7 +94,7 @@ def start_game(driver, url: str, variant: str, players: int, seat: int, opponent
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     driver.get(url)
-    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
     driver.execute_script(f"document.getElementById('speed').value = {speed};")
     Select(driver.find_element(By.ID, "variant")).select_by_value(variant)
     Select(driver.find_element(By.ID, "players")).select_by_value(str(players))
@@ -100,7 +102,7 @@ def start_game(driver, url: str, variant: str, players: int, seat: int, opponent
     for k, opponent in enumerate(opponents):
         Select(driver.find_element(By.ID, f"opponent-{k}")).select_by_value(opponent)
     driver.find_element(By.ID, "start").click()
-    WebDriverWait(driver, WAIT).until(lambda d: page_state(d)["turn"] != "setup")
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: page_state(d)["turn"] != "setup")
 
 
 def own_tokens(driver, seat: int, legal: bool | None = None):
@@ -131,7 +133,7 @@ class Person:
             return False
         if state["turn"] == "roll":
             self.driver.find_element(By.ID, "die").click()
-            WebDriverWait(self.driver, WAIT).until(lambda d: page_state(d)["log"] > state["log"]
+            WebDriverWait(self.driver, WAIT, poll_frequency=POLL).until(lambda d: page_state(d)["log"] > state["log"]
                                                    or page_state(d)["turn"] == "move")
             return True
         legal = own_tokens(self.driver, self.seat, legal=True)
@@ -140,7 +142,7 @@ class Person:
             illegal = own_tokens(self.driver, self.seat, legal=False)
             if illegal:  # a click on a token that cannot move: refused, said why, and the same move still waits
                 illegal[0].click()
-                WebDriverWait(self.driver, WAIT).until(lambda d: page_state(d)["status"])
+                WebDriverWait(self.driver, WAIT, poll_frequency=POLL).until(lambda d: page_state(d)["status"])
                 self.refused_illegal = page_state(self.driver)["status"]
                 assert page_state(self.driver)["turn"] == "move"
                 legal = own_tokens(self.driver, self.seat, legal=True)
@@ -148,7 +150,7 @@ class Person:
         choice = legal[int(self.rng.integers(len(legal)))]
         token = int(choice.get_attribute("data-token"))
         choice.click()
-        WebDriverWait(self.driver, WAIT).until(lambda d: page_state(d)["log"] > state["log"])
+        WebDriverWait(self.driver, WAIT, poll_frequency=POLL).until(lambda d: page_state(d)["log"] > state["log"])
         self.moves.append((die, token))
         return True
 
@@ -195,7 +197,7 @@ def test_a_whole_game_against_three_bots_by_clicks_is_recorded_move_for_move(bro
     assert console_errors(driver) == []
 
     driver.find_element(By.ID, "again").click()  # play again: a fresh game with the same setup
-    WebDriverWait(driver, WAIT).until(lambda d: page_state(d)["turn"] == "roll" and page_state(d)["log"] == 0)
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: page_state(d)["turn"] == "roll" and page_state(d)["log"] == 0)
     assert not driver.find_element(By.ID, "finish").is_displayed()
 
     keep = os.environ.get("SERVE_SCREENSHOT")
@@ -218,15 +220,15 @@ def test_clicks_out_of_turn_and_on_other_tokens_are_refused_with_the_reason_show
     driver = browsers()
     start_game(driver, url, "classic", 2, 1, ["bot:random"], speed=2000)  # red rolls first, slowly
     own_tokens(driver, 1)[0].click()
-    WebDriverWait(driver, WAIT).until(lambda d: "not your turn" in page_state(d)["status"])
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: "not your turn" in page_state(d)["status"])
     assert "red (random) is to play" in page_state(driver)["status"]
     driver.execute_script("document.getElementById('speed').value = 0;")
     state = wait_for_person(driver)
     assert state["turn"] == "roll"  # the game went on
     own_tokens(driver, 0)[0].click()  # red's token, not the person's
-    WebDriverWait(driver, WAIT).until(lambda d: "that is red's token: you play yellow" in page_state(d)["status"])
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: "that is red's token: you play yellow" in page_state(d)["status"])
     own_tokens(driver, 1)[0].click()  # a token before rolling
-    WebDriverWait(driver, WAIT).until(lambda d: "roll the die first" in page_state(d)["status"])
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: "roll the die first" in page_state(d)["status"])
     assert wait_for_person(driver)["turn"] == "roll"
     assert console_errors(driver) == []
 
@@ -263,7 +265,7 @@ def test_a_learned_agent_plays_and_the_replay_viewer_shows_the_engines_positions
     rules = Rules.load("quick", players=2)
 
     driver.find_element(By.LINK_TEXT, "replay it").click()
-    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
     for k, line in enumerate(lines + [None]):
         shown = driver.execute_script(
             "return [...document.querySelectorAll('#replay-board .token')].map(t => [+t.dataset.seat,"
@@ -287,7 +289,7 @@ def test_a_learned_agent_plays_and_the_replay_viewer_shows_the_engines_positions
         assert sorted(tuple(x) for x in shown) == expected, f"step {k}"
         if line is not None:
             driver.find_element(By.ID, "next").click()
-            WebDriverWait(driver, WAIT).until(
+            WebDriverWait(driver, WAIT, poll_frequency=POLL).until(
                 lambda d, k=k: d.find_element(By.ID, "position").get_attribute("data-index") == str(k + 1))
     # and back: the first step again
     driver.find_element(By.ID, "first").click()
@@ -313,11 +315,11 @@ def test_the_league_page_is_served_from_the_league(browsers, league_db, tmp_path
         url = line.split()[1]
         driver = browsers()
         driver.get(url)
-        WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+        WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
         labels = driver.execute_script("return [...document.querySelectorAll('#opponent-0 option')].map(o => o.value)")
         assert "league:bot:hybrid-2" in labels
         driver.find_element(By.ID, "league-link").click()
-        WebDriverWait(driver, WAIT).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#ranking tbody tr")))
+        WebDriverWait(driver, WAIT, poll_frequency=POLL).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#ranking tbody tr")))
         rows = driver.find_elements(By.CSS_SELECTOR, "#ranking tbody tr")
         assert "bot:hybrid-2" in [r.get_attribute("data-member") for r in rows]
     finally:
