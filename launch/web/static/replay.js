@@ -16,7 +16,7 @@ function render() {
   $("position").dataset.index = index;
   drawDie($("replay-die"), step ? step.die : 0, step ? replay.colours[step.seat] : null);
   $("mover").textContent = step ? `${replay.colours[step.seat]} (${step.player}) rolled ${step.die}` : "after the last recorded move";
-  $("move-text").textContent = step ? `Moves ${step.text}` : "";
+  $("move-text").textContent = step ? `Played: ${step.text}` : "";
   const moves = $("replay-moves");
   moves.innerHTML = "";
   for (const option of step ? step.legal : []) {
