@@ -24,8 +24,8 @@ Arguments are key=value:
     `policies.records` format: every decision, the person's (player
     ``human``) and the agents' (their spec), with the position and die. The
     person's decisions alone also go to ``human/<time>-<id>.jsonl``, what
-    ``python launch/train.py +exp=imitate 'algo.records=[<files>]'`` learns
-    from. Files are written whole and renamed into place.
+    ``python launch/train.py +exp=imitate variant=<the games' variant>
+    'algo.records=[<files>]'`` learns from. Files are written whole and renamed into place.
 ``replays``
     More record files for the replay viewer (``launch/play.py`` or
     ``launch/evaluate.py record=`` output), as a list ``[a,b]``.

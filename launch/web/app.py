@@ -417,6 +417,9 @@ class RecordShelf:
             raise Refused(404, f"{file_key} has games 0..{len(games) - 1}, not {game_index}")
         name, rows = games[game_index]
         rules = decisions.rules
+        if not classic_geometry(rules):
+            raise Refused(422, f"{file_key} is played on a board of {rules.track_squares} squares with starts "
+                               f"{list(rules.start_squares)}: the viewer draws the classic 52-square board only")
         tab = compile_rules(rules)
         names = [COLOUR_NAMES[c] for c in rules.seat_colours]
         steps = []
