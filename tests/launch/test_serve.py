@@ -292,3 +292,26 @@ def test_a_port_in_use_is_one_line_and_exit_2():
                              capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 2 and run.stderr.strip() == f"error: port={port}: cannot serve on 127.0.0.1 " \
                                                         "(Address already in use)"
+
+
+def test_the_league_is_followed_as_it_grows(tmp_path):
+    from launch.leaderboard import Board
+    from policies.league.store import LeagueStore
+
+    run = tmp_path / "run"
+    with LeagueStore.open(run / "league.db") as store:
+        store.add_member("bot:fast", kind="bot", spec="fast")
+    client = TestClient(create_app(Site(tmp_path / "records", [], league=Board(str(run), None))))
+    ids = {o["id"] for o in client.get("/api/options").json()["opponents"]}
+    assert "league:bot:fast" in ids and "league:main-7" not in ids
+    assert "bot:fast" in client.get("/league").text
+
+    with LeagueStore.open(run / "league.db") as store:  # training adds a member while the server runs
+        store.add_member("main-7", kind="snapshot", spec="hybrid", iteration=7)
+    options = client.get("/api/options").json()
+    assert {"id": "league:main-7", "label": "main-7 (snapshot)", "kind": "league"} in options["opponents"]
+    assert "main-7" in client.get("/league").text
+    view = client.post("/api/games", json={"players": 2, "opponents": ["league:main-7"]}).json()
+    assert view["seats"][1]["player"] == "main-7 (snapshot)"
+    view = play_out(client, view)
+    assert {r["player"] for r in read_records(tmp_path / "records" / view["record"]) if r["seat"] == 1} == {"hybrid"}
