@@ -195,6 +195,19 @@ def _cell_text(tokens: list[tuple[int, int]]) -> tuple[str, int | None]:
     return f"{letter}:{len(tokens)}", colours[0]
 
 
+def token_cell(rules, seat: int, token: int, progress: int) -> tuple[int, int]:
+    """The (row, column) of the classic 15 x 15 grid a token at `progress` stands on (launch/serve.py draws it too)."""
+    colour = rules.seat_colours[seat]
+    if progress < 0:
+        r0, c0 = CORNERS[colour]
+        return (r0 + 2 + token // 2, c0 + 2 + token % 2)  # its slot in the base
+    if progress == rules.home:
+        return HOME_CELLS[colour]
+    if progress >= rules.track_steps:
+        return COLUMN_CELLS[colour][progress - rules.track_steps]
+    return TRACK_CELLS[(rules.seat_starts[seat] + progress) % rules.track_squares]
+
+
 def board_picture(game, labels: dict[int, tuple[str, str]], paint: Paint) -> list[str]:
     """The 15 x 15 board with every token, as lines; `labels` maps colour -> (name line, player line)."""
     rules = game.rules
@@ -216,18 +229,8 @@ def board_picture(game, labels: dict[int, tuple[str, str]], paint: Paint) -> lis
 
     on_cell: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for seat, row in enumerate(game.tokens):
-        colour = rules.seat_colours[seat]
         for t, p in enumerate(row):
-            r0, c0 = CORNERS[colour]
-            if p < 0:
-                cell = (r0 + 2 + t // 2, c0 + 2 + t % 2)  # its slot in the base
-            elif p == rules.home:
-                cell = HOME_CELLS[colour]
-            elif p >= rules.track_steps:
-                cell = COLUMN_CELLS[colour][p - rules.track_steps]
-            else:
-                cell = TRACK_CELLS[(rules.seat_starts[seat] + p) % rules.track_squares]
-            on_cell.setdefault(cell, []).append((colour, t))
+            on_cell.setdefault(token_cell(rules, seat, t, int(p)), []).append((rules.seat_colours[seat], t))
     for (r, c), tokens in on_cell.items():
         if (r, c) in HOME_CELLS:
             colour = tokens[0][0]

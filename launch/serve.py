@@ -1,0 +1,197 @@
+"""Play Ludo in the browser against any agent, replay recorded games, and see the league: one local site.
+
+    python launch/serve.py
+    python launch/serve.py agents='[ckpt:outputs/train/<run>,search:outputs/train/<run>?depth=2]' port=8000
+    python launch/serve.py league=outputs/train/<run> replays='[outputs/play/records.jsonl]'
+
+Then open the printed address (http://127.0.0.1:8000/ by default).
+
+Arguments are key=value:
+
+``agents``
+    Player specs the server loads and offers as opponents, beside the seed
+    bots (`policies.players`: ``ckpt:<path>``, ``search:<path>?depth=2``,
+    ``mcts:<path>?sims=64``, ``py:package.module:Class``), as a list
+    ``[a,b]``. Each is loaded once at start-up; a bad one stops the server.
+``league``
+    A league run folder (its ``league.db``) or database: its active members
+    are offered as opponents, read afresh on each request so a running
+    training's new members appear, and ``/league`` serves its leaderboard
+    (`policies.league.leaderboard`), re-rendered from a read-only connection
+    on every request, as ``launch/leaderboard.py --serve`` does.
+``records`` (default ``outputs/serve/records``)
+    Every finished game is written here as ``<time>-<id>.jsonl`` in the
+    `policies.records` format: every decision, the person's (player
+    ``human``) and the agents' (their spec), with the position and die. The
+    person's decisions alone also go to ``human/<time>-<id>.jsonl``, what
+    ``python launch/train.py +exp=imitate variant=<the games' variant>
+    'algo.records=[<files>]'`` learns from. Files are written whole and renamed into place.
+``replays``
+    More record files for the replay viewer (``launch/play.py`` or
+    ``launch/evaluate.py record=`` output), as a list ``[a,b]``.
+``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
+    0 picks a free one, and the printed address names it).
+
+Pages: ``/`` plays, ``/replay`` steps through any listed record with the
+board, die, move and, for a learned agent this server loaded, its move
+probabilities or values; ``/league`` is the leaderboard. The browser sends
+only ids from the server's lists, never a spec or a path.
+
+A bad argument, an unknown opponent spec, a league folder that is not one or
+a port in use prints one line to stderr and exits 2. Ctrl-C stops the server.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from launch.cli import UserError, fail
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_RECORDS = "outputs/serve/records"
+KEYS = ("agents", "league", "records", "replays", "host", "port")
+USAGE = "use agents=[spec,...] league=<run folder> records=<folder> replays=[file,...] host=<address> port=<n>"
+
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # as launch/play.py, for the same reason
+
+
+def parse_list(key: str, value: str) -> list[str]:
+    """``[a,b]`` (or one bare item) as a list; a spec holds no comma, so commas split it."""
+    inner = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    if value.startswith("[") != value.endswith("]"):
+        raise UserError(f"{key}={value}: give a list as [a,b]")
+    items = [item.strip().strip("'\"") for item in inner.split(",")]
+    if any(not item for item in items) and inner.strip():
+        raise UserError(f"{key}={value}: an empty item in the list")
+    return [item for item in items if item]
+
+
+def parse(argv: list[str]) -> dict[str, Any]:
+    args: dict[str, Any] = {"agents": [], "league": None, "records": DEFAULT_RECORDS, "replays": [],
+                            "host": HOST, "port": DEFAULT_PORT}
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in KEYS:
+            raise UserError(f"argument '{arg}' is not allowed: {USAGE}")
+        if not value and key not in ("agents", "replays"):
+            raise UserError(f"{key}= needs a value")
+        args[key] = parse_list(key, value) if key in ("agents", "replays") else value
+    try:
+        args["port"] = int(args["port"])
+    except ValueError:
+        raise UserError(f"port={args['port']!r} is not allowed: give an integer in 0..65535") from None
+    if not 0 <= args["port"] <= 65535:
+        raise UserError(f"port={args['port']} is not allowed: give an integer in 0..65535")
+    return args
+
+
+def build_site(args: dict[str, Any]):
+    """The site's opponents, records folder and league, every one checked now."""
+    from launch.leaderboard import Board
+    from launch.web.app import Site
+    from policies.players import PlayerSpecError, bot_names
+
+    # Loading a ckpt: agent, RLlib warns that its own catalog code uses a constructor it deprecates.
+    logging.getLogger("ray._common.deprecation").setLevel(logging.ERROR)
+    for spec in args["agents"]:
+        if spec.startswith(("bot:", "league:")) or spec in bot_names():
+            raise UserError(f"agents=[{spec}]: the seed bots are offered already; agents take "
+                            "ckpt:, search:, mcts: or py: specs")
+    league = Board(args["league"], None) if args["league"] else None  # a folder that is no league: UserError
+    replays = []
+    for name in args["replays"]:
+        path = Path(name)
+        if not path.is_file():
+            raise UserError(f"replays=[{name}]: no such record file")
+        replays.append(path.resolve())
+    records = Path(args["records"])
+    try:
+        records.mkdir(parents=True, exist_ok=True)
+        (records / "human").mkdir(exist_ok=True)
+    except OSError as err:
+        raise UserError(f"records={records}: cannot make the folder ({err.strerror})") from None
+    if not os.access(records, os.W_OK):
+        raise UserError(f"records={records}: the folder is not writable")
+    site = Site(records.resolve(), args["agents"], league, replays)
+    try:
+        site.load_agents()  # now: a bad spec is a start-up error, not a failed game later
+    except PlayerSpecError as err:
+        raise UserError(str(err)) from None
+    return site
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, made here so that a port in use is one line, not uvicorn's log and exit 1."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        raise UserError(f"host={host}: not an address of this machine ({err.strerror})") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        raise UserError(f"port={port}: cannot serve on {host} ({err.strerror})") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def warm_up() -> None:
+    """Compile the engine's kernels (or load them from numba's cache) before the first click waits on it."""
+    import numpy as np
+
+    from ludo_env.engine import Game
+    from ludo_env.rules import Rules
+    from policies.players import make_player
+
+    game = Game(Rules.load("classic"), seed=0)
+    bot = make_player("random")
+    for _ in range(100):
+        if game.over:
+            break
+        game.roll()
+        if game.awaiting_move:
+            game.move(int(bot.act(game.state[None].copy(), game.table, game.legal_mask()[None].astype(np.int8))[0]))
+
+
+def main(argv: list[str]) -> None:
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return
+    args = parse(argv)
+    site = build_site(args)
+    sock = bind(args["host"], args["port"])
+    import uvicorn
+
+    from launch.web.app import create_app
+
+    warm_up()
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"serving http://{shown}:{port}/ (Ctrl-C stops); records go to {site.records}", flush=True)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    config = uvicorn.Config(create_app(site), log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    # Started in the background by a shell (`cmd &`), a process inherits SIGINT ignored; Ctrl-C must still stop.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    print("stopped", flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

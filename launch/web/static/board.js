@@ -1,0 +1,130 @@
+// The classic board as SVG, drawn from the server's geometry (launch/play.py's 15 x 15 grid).
+"use strict";
+
+const CELL = 40;
+const SVG_NS = "http://www.w3.org/2000/svg";
+const COLOUR_NAMES = ["red", "green", "yellow", "blue"];
+const FILL = {red: "#d32f2f", green: "#2e7d32", yellow: "#f9c80e", blue: "#1565c0"};
+const PALE = {red: "#ffcdd2", green: "#c8e6c9", yellow: "#fff59d", blue: "#bbdefb"};
+
+function svgEl(name, attrs, parent) {
+  const el = document.createElementNS(SVG_NS, name);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  if (parent) parent.appendChild(el);
+  return el;
+}
+
+function cellRect(parent, [r, c], fill, cls) {
+  return svgEl("rect", {x: c * CELL, y: r * CELL, width: CELL, height: CELL, fill: fill,
+                        stroke: "#555", "stroke-width": 1, class: cls || "cell"}, parent);
+}
+
+// board: {track, columns, home, corners, colours (per seat)}; tokens: per seat, per token {cell, progress, where};
+// opts: {legal: {token: option} for the mover, mover, chosen, onToken(seat, token), names}
+function drawBoard(svg, board, tokens, opts) {
+  opts = opts || {};
+  svg.innerHTML = "";
+  svg.setAttribute("viewBox", `0 0 ${15 * CELL} ${15 * CELL}`);
+  const active = new Set(board.colours);
+  const g = svgEl("g", {class: "ground"}, svg);
+  svgEl("rect", {x: 0, y: 0, width: 15 * CELL, height: 15 * CELL, fill: "#fafafa"}, g);
+  board.corners.forEach(([r0, c0], colour) => {
+    const name = COLOUR_NAMES[colour];
+    const fill = active.has(name) ? FILL[name] : "#bdbdbd";
+    svgEl("rect", {x: c0 * CELL, y: r0 * CELL, width: 6 * CELL, height: 6 * CELL, fill: fill, stroke: "#555"}, g);
+    svgEl("rect", {x: (c0 + 1) * CELL, y: (r0 + 1) * CELL, width: 4 * CELL, height: 4 * CELL, rx: 10,
+                   fill: "#fff", stroke: "#555"}, g);
+    for (let t = 0; t < 4; t++) {
+      const r = r0 + 2 + Math.floor(t / 2), c = c0 + 2 + (t % 2);
+      svgEl("circle", {cx: (c + 0.5) * CELL, cy: (r + 0.5) * CELL, r: CELL * 0.38,
+                       fill: active.has(name) ? PALE[name] : "#eee", stroke: fill}, g);
+    }
+  });
+  for (const sq of board.track) {
+    const start = sq.start === null ? null : COLOUR_NAMES[sq.start];
+    cellRect(g, sq.cell, start && active.has(start) ? FILL[start] : "#fff", "cell track");
+    if (sq.safe || sq.star) {
+      const t = svgEl("text", {x: (sq.cell[1] + 0.5) * CELL, y: (sq.cell[0] + 0.5) * CELL, class: "mark",
+                               "text-anchor": "middle", "dominant-baseline": "central"}, g);
+      t.textContent = sq.safe ? "\u2605" : "\u2726";
+      if (start && active.has(start)) t.setAttribute("fill", "#fff");
+    }
+  }
+  board.columns.forEach((cells, colour) => {
+    const name = COLOUR_NAMES[colour];
+    for (const cell of cells) cellRect(g, cell, active.has(name) ? FILL[name] : "#e0e0e0", "cell column");
+  });
+  const mid = 7.5 * CELL, lo = 6 * CELL, hi = 9 * CELL;
+  const triangles = [[[lo, lo], [lo, hi]], [[lo, lo], [hi, lo]], [[hi, lo], [hi, hi]], [[lo, hi], [hi, hi]]];
+  triangles.forEach(([[x1, y1], [x2, y2]], colour) => {
+    const name = COLOUR_NAMES[colour];
+    svgEl("polygon", {points: `${x1},${y1} ${x2},${y2} ${mid},${mid}`, stroke: "#555",
+                      fill: active.has(name) ? FILL[name] : "#e0e0e0"}, g);
+  });
+
+  // tokens: several on one cell share it, a quarter each
+  const byCell = new Map();
+  tokens.forEach((row, seat) => row.forEach((tok) => {
+    const key = tok.cell.join(",");
+    if (!byCell.has(key)) byCell.set(key, []);
+    byCell.get(key).push([seat, tok]);
+  }));
+  const layer = svgEl("g", {class: "tokens"}, svg);
+  for (const group of byCell.values()) {
+    group.forEach(([seat, tok], k) => {
+      const colour = board.colours[seat];
+      let cx = (tok.cell[1] + 0.5) * CELL, cy = (tok.cell[0] + 0.5) * CELL, radius = CELL * 0.34;
+      if (group.length > 1) {
+        cx += (k % 2 ? 1 : -1) * CELL * 0.22;
+        cy += (Math.floor(k / 2) % 2 ? 1 : -1) * CELL * 0.22;
+        radius = CELL * 0.2;
+      }
+      const isMover = opts.mover === seat;
+      const option = isMover && opts.legal ? opts.legal[tok.token] : undefined;
+      const classes = ["token", `seat-${seat}`];
+      if (option) classes.push("legal", ...option.tags.map((t) => `tag-${t}`));
+      if (isMover && opts.chosen === tok.token) classes.push("chosen");
+      const tg = svgEl("g", {class: classes.join(" "), "data-seat": seat, "data-token": tok.token,
+                             "data-progress": tok.progress, "data-colour": colour}, layer);
+      svgEl("circle", {cx: cx, cy: cy, r: radius, fill: FILL[colour], stroke: "#222", "stroke-width": 2}, tg);
+      const label = svgEl("text", {x: cx, y: cy, "text-anchor": "middle", "dominant-baseline": "central",
+                                   class: "token-label"}, tg);
+      label.textContent = tok.token;
+      const title = svgEl("title", {}, tg);
+      title.textContent = `${colour} token ${tok.token}: ${tok.where}` + (option ? ` \u2014 ${option.text}` : "");
+      if (opts.onToken) tg.addEventListener("click", () => opts.onToken(seat, tok.token));
+    });
+  }
+}
+
+const DIE_PIPS = {1: [[1, 1]], 2: [[0, 0], [2, 2]], 3: [[0, 0], [1, 1], [2, 2]], 4: [[0, 0], [0, 2], [2, 0], [2, 2]],
+                  5: [[0, 0], [0, 2], [1, 1], [2, 0], [2, 2]], 6: [[0, 0], [1, 0], [2, 0], [0, 2], [1, 2], [2, 2]]};
+
+function drawDie(svg, value, colour) {
+  svg.innerHTML = "";
+  svg.setAttribute("viewBox", "0 0 60 60");
+  svgEl("rect", {x: 3, y: 3, width: 54, height: 54, rx: 10, fill: "#fff", stroke: colour ? FILL[colour] : "#333",
+                 "stroke-width": 4}, svg);
+  for (const [r, c] of DIE_PIPS[value] || []) {
+    svgEl("circle", {cx: 15 + c * 15, cy: 15 + r * 15, r: 5, fill: "#222"}, svg);
+  }
+  if (!DIE_PIPS[value]) {
+    const t = svgEl("text", {x: 30, y: 31, "text-anchor": "middle", "dominant-baseline": "central",
+                             "font-size": 14, fill: "#333"}, svg);
+    t.textContent = "roll";
+  }
+  svg.setAttribute("data-value", value || 0);
+}
+
+async function api(method, path, body) {
+  const init = {method: method, headers: {}};
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  let data;
+  try { data = await response.json(); } catch (e) { data = {error: `the server answered ${response.status}`}; }
+  if (!response.ok) throw new Error(data.error || `the server answered ${response.status}`);
+  return data;
+}
