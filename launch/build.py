@@ -305,8 +305,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
 
 
 # By import path: RLlib recognises episode buffers by "EpisodeReplayBuffer" in the type's string.
-MAIN_BUFFERS = {"prioritized": "launch.sampler.MainPrioritizedEpisodeReplayBuffer",
-                "uniform": "launch.sampler.MainEpisodeReplayBuffer"}
+MAIN_BUFFER = "launch.replay.MainEpisodeReplayBuffer"
 
 
 def replay_buffer_config(cfg: TrainConfig, multi_agent: bool = True) -> dict[str, Any]:
@@ -315,10 +314,11 @@ def replay_buffer_config(cfg: TrainConfig, multi_agent: bool = True) -> dict[str
     algo = cfg.algo
     if algo.replay == "prioritized":
         # A custom buffer config replaces RLlib's defaults, so alpha and beta must be given.
-        kind = "MultiAgentPrioritizedEpisodeReplayBuffer" if multi_agent else MAIN_BUFFERS["prioritized"]
+        kind = "MultiAgentPrioritizedEpisodeReplayBuffer" if multi_agent else MAIN_BUFFER
         return {"type": kind, "capacity": algo.buffer_capacity,
                 "alpha": algo.prioritized_alpha, "beta": algo.prioritized_beta}
     if algo.replay == "uniform":
-        return {"type": "MultiAgentEpisodeReplayBuffer" if multi_agent else MAIN_BUFFERS["uniform"],
-                "capacity": algo.buffer_capacity}
+        if multi_agent:
+            return {"type": "MultiAgentEpisodeReplayBuffer", "capacity": algo.buffer_capacity}
+        return {"type": MAIN_BUFFER, "capacity": algo.buffer_capacity, "alpha": 0.0, "beta": 0.0}
     raise ValueError(f"algo.replay={algo.replay!r} is not allowed: choose prioritized or uniform")

@@ -50,8 +50,6 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
-from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
-from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import PrioritizedEpisodeReplayBuffer
 from ray.rllib.utils.metrics import (
     EPISODE_LEN_MAX,
     EPISODE_LEN_MEAN,
@@ -496,24 +494,3 @@ class _Chains:
         self.owner.pop(chain, None)
         self.shipped.pop(chain, None)
         self.done.pop(chain, None)
-
-
-class _MainTransitions:
-    """Replay of main's single-agent chunks for a multi-agent learner: RLlib's single-agent buffers return
-    transitions without agent and module ids, which the multi-agent learner connectors key their batch by.
-    Each sampled transition gets its own key, so the batch keeps the sampled order (which the prioritized
-    buffer's priority update relies on)."""
-
-    def sample(self, *args, **kwargs):
-        transitions = super().sample(*args, **kwargs)
-        for i, transition in enumerate(transitions):
-            transition.agent_id, transition.module_id, transition.multi_agent_episode_id = "main", MAIN, str(i)
-        return transitions
-
-
-class MainPrioritizedEpisodeReplayBuffer(_MainTransitions, PrioritizedEpisodeReplayBuffer):
-    """`PrioritizedEpisodeReplayBuffer` for the batched sampler's episodes."""
-
-
-class MainEpisodeReplayBuffer(_MainTransitions, EpisodeReplayBuffer):
-    """`EpisodeReplayBuffer` for the batched sampler's episodes."""

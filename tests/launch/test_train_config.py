@@ -37,12 +37,19 @@ def test_every_experiment_composes_and_builds_without_starting_ray(exp):
     assert build.gpus_per_learner(cfg) in (0.0, 1.0)
 
 
-def test_dqn_uses_complete_episodes_and_a_prioritized_multi_agent_buffer_with_alpha_and_beta():
-    cfg = config("+exp=dqn_selfplay")
+@pytest.mark.parametrize("sampler, batch_mode, buffer_type", [
+    # The batched sampler ships main's seats as single-agent chunks that continue across samples.
+    ("batched", "truncate_episodes", "launch.replay.MainEpisodeReplayBuffer"),
+    # Per-game multi-agent episodes crash on fragments with turn-based agents.
+    ("per_game", "complete_episodes", "MultiAgentPrioritizedEpisodeReplayBuffer"),
+])
+def test_dqn_samples_into_a_prioritized_episode_buffer_with_alpha_and_beta(sampler, batch_mode, buffer_type):
+    cfg = config("+exp=dqn_selfplay", f"sampler.name={sampler}")
     algo_config = build.build_algorithm_config(cfg)
-    assert algo_config.batch_mode == "complete_episodes"
+    assert algo_config.batch_mode == batch_mode
+    assert (algo_config.env_runner_cls is not None) == (sampler == "batched")
     buffer = algo_config.replay_buffer_config
-    assert buffer["type"] == "MultiAgentPrioritizedEpisodeReplayBuffer"
+    assert buffer["type"] == buffer_type
     assert buffer["alpha"] == cfg.algo.prioritized_alpha and buffer["beta"] == cfg.algo.prioritized_beta
     assert algo_config.double_q and algo_config.dueling and algo_config.n_step == cfg.algo.n_step
     main = build.main_model_config(cfg)
@@ -71,6 +78,9 @@ def test_config_groups_reach_the_modules_and_the_env():
     (["network.kind=transformer"], "network.kind='transformer' is not allowed"),
     (["budget.minutes=0"], "the budget is unlimited"),
     (["wandb.mode=cloud"], "wandb.mode='cloud' is not allowed"),
+    (["sampler.name=fast"], "sampler.name='fast' is not allowed: choose batched or per_game"),
+    (["sampler.games=0"], "sampler.games=0 is not allowed"),
+    (["sampler.games=100000000"], "sampler.games=100000000 is not allowed"),
 ])
 def test_bad_input_is_one_line(overrides, message):
     with pytest.raises((UserError, ValueError)) as err:
