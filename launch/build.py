@@ -280,7 +280,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
             # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are safe
             # and nothing sampled is dropped: every env step reaches the replay buffer.
             config.env_runners(batch_mode="truncate_episodes",
-                               rollout_fragment_length=max(algo.rollout_fragment_length, cfg.sampler.games))
+                               rollout_fragment_length=max(algo.rollout_fragment_length, 2 * cfg.sampler.games))
         else:
             # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
             config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
@@ -301,6 +301,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
             grad_clip=algo.grad_clip,
             store_buffer_in_checkpoints=algo.store_buffer_in_checkpoints,
         )
+        config.reporting(min_sample_timesteps_per_iteration=algo.steps_per_iteration)
     return config
 
 

@@ -191,7 +191,8 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
                 self._started = True
         sampled = _Sampled(seat_steps=np.zeros(MAX_PLAYERS, dtype=np.int64))
         self._steps_in_call = 0
-        while sampled.steps < max(1, num_timesteps):
+        # Two decisions per game at least: a chain's newest decision waits for its reward, so one would ship nothing.
+        while sampled.steps < max(num_timesteps, 2 * self.batch):
             with self._weights_lock:  # weights and the matchmaker change between steps, never during one
                 sampled.steps += self._step(explore, sampled)
             self._steps_in_call = sampled.steps

@@ -159,6 +159,9 @@ class DQNSettings:
     """Global gradient-norm clip; None: off."""
     store_buffer_in_checkpoints: bool = False
     """Save the replay buffer with each checkpoint (large); off: a resumed run refills it."""
+    steps_per_iteration: int = 16384
+    """Env steps sampled per training iteration (RLlib's min_sample_timesteps_per_iteration): about PPO's batch,
+    so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
 
 @dataclass

@@ -538,6 +538,12 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
         f"resume:     python launch/train.py resume={run.path}",
         f"league:     {league.store.path}   (python launch/leaderboard.py league={run.path})",
     ]
+    budget = cfg.budget
+    if budget.env_steps and state.env_steps < budget.env_steps and budget.minutes and \
+            state.elapsed_s >= budget.minutes * 60:
+        lines.append(f"note:       the {budget.minutes:g}-minute cap stopped the run at {state.env_steps:,} of "
+                     f"budget.env_steps={budget.env_steps:,}: a busy machine; its numbers are not a full run's "
+                     f"(continue with resume={run.path} budget.minutes=<more>)")
     rank, members, main = league.main_standing()
     lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f}, sigma {main.sigma:.1f})")
     results, commands = final_lines(cfg, policy, final)

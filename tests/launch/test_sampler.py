@@ -3,6 +3,7 @@ no illegal move reaches the engine, seats follow the matchmaker, and non-RLlib a
 from __future__ import annotations
 
 from collections import defaultdict
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -141,3 +142,44 @@ def test_an_unknown_seat_agent_fails_in_one_line():
     runner = runner_for(matchmaker=matchmaker)
     with pytest.raises(ValueError, match="the matchmaker drew 'nobody'"):
         runner.sample(num_timesteps=24)
+
+
+def test_another_runs_policy_sits_at_a_training_seat(tmp_path):
+    from tests.league.tiny_policy import write_tiny_policy
+
+    spec = f"ckpt:{write_tiny_policy(tmp_path / 'other')}"
+    matchmaker = Matchmaker(4, main_weight=0.0, externals=("other",), external_weight=1.0, seed=2)
+    runner = runner_for(matchmaker=matchmaker, externals={"other": spec})
+    runner.sample(num_timesteps=24 * 30)
+    assert runner.moves_by_agent["other"] > 0 and runner.illegal_moves == 0
+
+
+class _League:
+    """What `launch.train.seat_externals` reads of a league: its active external members."""
+
+    def __init__(self, **specs):
+        self.store = self
+        self._members = [SimpleNamespace(name=name, spec=spec) for name, spec in specs.items()]
+
+    def members(self, active_only=False, kinds=None):
+        return self._members
+
+
+@pytest.mark.parametrize("players, spec, message", [
+    (2, "TINY", "was trained for 4 players, this run has 2"),
+    (4, "ckpt:/nonexistent/policy", "cannot sit at a training seat: player 'ckpt:/nonexistent/policy'"),
+])
+def test_an_agent_that_cannot_sit_is_refused_before_ray_starts(tmp_path, players, spec, message):
+    import ray
+
+    from launch.cli import UserError
+    from launch.train import seat_externals
+    from tests.league.tiny_policy import write_tiny_policy
+
+    if spec == "TINY":
+        spec = f"ckpt:{write_tiny_policy(tmp_path / 'four', players=4)}"
+    cfg = train_config("+exp=smoke", f"variant.players={players}")
+    with pytest.raises(UserError) as err:
+        seat_externals(cfg, _League(other=spec))
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert not ray.is_initialized()
