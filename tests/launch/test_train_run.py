@@ -115,3 +115,21 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: resume=") and "no checkpoint loads" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_run_folder_from_the_per_game_sampler_resumes_on_the_batched_one(tmp_path):
+    run_dir = tmp_path / "old"
+    args = ["+exp=smoke", "budget.iterations=2", "eval.every=0", "eval.final_games=0", "wandb.mode=disabled"]
+    proc = train(run_dir, *args, "sampler.name=per_game")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # A run folder written before the batched sampler existed has no sampler override.
+    overrides = run_dir / "overrides.txt"
+    overrides.write_text("".join(line for line in overrides.read_text().splitlines(keepends=True)
+                                 if not line.startswith("sampler.")))
+    proc = train(run_dir, f"resume={run_dir}", "budget.iterations=4")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "resumed from iter_000002" in proc.stdout
+    rows = metrics(run_dir)
+    assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
+    assert rows[3]["env_steps"] > rows[1]["env_steps"]
