@@ -79,8 +79,8 @@ class LeagueSettings:
     bot_weight: float = 0.2
     """Share of opponent seats that are bots."""
     external_weight: float = 0.2
-    """Share of opponent seats that are external members (the batched sampler only; goes to main when there are
-    none)."""
+    """Share of opponent seats that are external members (the batched sampler only; left out when there are
+    none, so the other shares keep their proportions)."""
     pfsp: str = "squared"
     """Prioritized fictitious self-play weighting f(x), x = main's chance to finish ahead: squared, linear,
     variance or uniform."""

@@ -19,7 +19,8 @@ Each episode's seats are drawn by the `Matchmaker`: one seat (chosen at
 random) is always ``main``, so every episode trains it; every other seat is
 ``main`` with weight ``main``, a snapshot with weight ``snapshots`` (the
 weight goes to ``main`` while no slot is filled), a bot with weight
-``bots`` or an external member with weight ``externals`` (to ``main`` when there is none).
+``bots`` or an external member with weight ``externals`` (a league without externals leaves
+that share out).
 Within each group the choice follows the ``*_priorities`` (uniform when none
 are given); `policies.league.league`
 sets them by prioritized fictitious self-play and decides which snapshot
@@ -93,11 +94,12 @@ class Matchmaker:
     def opponent_weights(self) -> dict[str, float]:
         """Chance that a non-learner seat is played by each module."""
         weights: dict[str, float] = {MAIN: self.main_weight}
-        for modules, priorities, share, _ in self._groups():
+        for modules, priorities, share, what in self._groups():
             priorities = priorities if sum(priorities) > 0 else (1.0,) * len(modules)
             if not modules:
-                weights[MAIN] += share  # nobody to play the share yet: main plays it
-                continue
+                if what != "external":  # nobody to play the share yet: main plays it
+                    weights[MAIN] += share
+                continue  # a league without externals draws as it did before they could sit
             for module, priority in zip(modules, priorities):
                 weights[module] = share * priority / sum(priorities)
         total = sum(weights.values())

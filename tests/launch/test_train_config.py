@@ -185,3 +185,14 @@ def test_resumed_overrides_keep_the_first_start_and_let_new_values_win():
     saved = ["+exp=dqn_selfplay", "budget.minutes=30", "seed=3"]
     assert merge_overrides(saved, ["resume=/r", "budget.minutes=60"]) == [
         "+exp=dqn_selfplay", "seed=3", "resume=/r", "budget.minutes=60"]
+
+
+def test_external_members_take_their_share_and_a_league_without_them_draws_as_before():
+    without = Matchmaker(4, bots=("bot_random",), main_weight=0.5, snapshot_weight=0.3, bot_weight=0.2)
+    assert without.opponent_weights() == pytest.approx({MAIN: 0.8, "bot_random": 0.2})
+    with_external = Matchmaker(4, bots=("bot_random",), main_weight=0.5, snapshot_weight=0.3, bot_weight=0.2,
+                               externals=("td", "py:bots:Mine"), external_weight=0.2,
+                               external_priorities=(3.0, 1.0))
+    weights = with_external.opponent_weights()
+    assert weights["td"] == pytest.approx(0.15 / 1.2) and weights["py:bots:Mine"] == pytest.approx(0.05 / 1.2)
+    assert weights[MAIN] == pytest.approx(0.8 / 1.2)
