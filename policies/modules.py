@@ -65,6 +65,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.algorithms.ppo.ppo_catalog import PPOCatalog
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
 
@@ -226,7 +227,13 @@ class MaskedPPOTorchRLModule(DefaultPPOTorchRLModule):
         )
 
     def _forward(self, batch, **kwargs):
-        return self._masked(super()._forward, batch, **kwargs)
+        encoder = self.encoder
+        if getattr(encoder, "actor_encoder", None) is None or encoder.config.shared:
+            return self._masked(super()._forward, batch, **kwargs)
+        # Acting reads the policy only: RLlib's pass would also run the critic's own encoder, as much work again.
+        net_batch, action_mask = split_observation(batch)
+        logits = self.pi(encoder.actor_encoder(net_batch)[ENCODER_OUT])
+        return {Columns.ACTION_DIST_INPUTS: mask_illegal(logits, action_mask, PPO_ILLEGAL_LOGIT)}
 
     def _forward_train(self, batch, **kwargs):
         return self._masked(super()._forward_train, batch, **kwargs)

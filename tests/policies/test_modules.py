@@ -291,3 +291,28 @@ def test_a_saved_module_plays_in_tournaments_and_as_a_gym_opponent(tmp_path):
         obs, _, terminated, truncated, info = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
         done = terminated or truncated
     assert sorted(info["places"])[0] == 1
+
+
+def test_ppo_acting_runs_the_actor_alone_and_gives_the_training_pass_logits():
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+    from ludo_env.rules import Rules
+    from policies.modules import inference_batch, module_spec
+
+    model_config = {"obs": "egocentric", "variant": "classic", "players": 4, "network": "token_set",
+                    "vf_share_layers": False}
+    module = module_spec("ppo", observation_space("egocentric"), ACTION_SPACE, model_config).build()
+    games = LudoGames(Rules.load("classic"), 64, "egocentric")
+    games.reset(np.arange(64), 5)
+    obs = games.observe(np.arange(64))
+    batch = inference_batch(obs["observations"], obs["action_mask"])
+    calls = []
+    hook = module.encoder.critic_encoder.register_forward_hook(lambda *args: calls.append(1))
+    with torch.no_grad():
+        acting = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        assert not calls  # the critic's encoder did not run
+        training = module.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+    hook.remove()
+    torch.testing.assert_close(acting, training)
