@@ -164,3 +164,35 @@ def test_player_count_comes_from_the_list_and_bad_arguments_are_one_line():
             play_tournament(**{"players": ["fast", "random"], "games": 4, **kwargs})
     with pytest.raises(TournamentError, match="needs every player to be a built-in bot"):
         play_tournament([f"{EXAMPLE}:FurthestBehind", "fast"], 4, path="fast")
+
+
+@pytest.fixture(scope="module")
+def learned_spec(tmp_path_factory):
+    from tests.league.tiny_policy import write_tiny_policy
+
+    return f"ckpt:{write_tiny_policy(tmp_path_factory.mktemp('policy') / 'tiny')}"
+
+
+def test_a_tournament_of_2n_games_starts_with_the_n_games_of_one_of_n(learned_spec):
+    players = [learned_spec, "random", "hybrid", "random"]
+    short = play_tournament(players, 48, "classic", seed=11, rate=False)
+    long = play_tournament(players, 96, "classic", seed=11, rate=False)
+    for name in ("seats", "places", "moves", "plies", "finished"):
+        np.testing.assert_array_equal(getattr(long, name)[:48], getattr(short, name), err_msg=name)
+
+
+def test_a_learned_player_chooses_the_same_move_in_a_batch_as_alone(learned_spec):
+    player = make_player(learned_spec)
+    tab = compile_rules(Rules.load("classic"))
+    states, dice = new_batch(tab, 200, 3)
+    masks = np.zeros((200, 4), dtype=np.int8)
+    legal_masks(states, tab, masks)
+    moves = np.random.default_rng(0)
+    for _ in range(60):  # into the middle game, where several tokens are out
+        choices = np.array([moves.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        step_batch(states, tab, dice, choices, np.zeros(200, dtype=np.int32), masks)
+    live = states[:, OVER] == 0
+    states, masks = states[live], masks[live]
+    together = player.act(states, tab, masks)
+    alone = np.concatenate([player.act(states[b:b + 1], tab, masks[b:b + 1]) for b in range(len(states))])
+    np.testing.assert_array_equal(together, alone)
