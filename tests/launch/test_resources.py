@@ -50,7 +50,11 @@ def test_every_profile_composes_with_every_experiment_and_builds_without_ray(exp
     algo_config = build.build_algorithm_config(cfg)
     assert not ray.is_initialized()
     assert algo_config.num_env_runners == res.env_runners
-    assert algo_config.num_envs_per_env_runner == res.envs_per_runner
+    if cfg.sampler.name == "batched":  # one env copy for RLlib's spaces; the runner plays sampler.games games
+        assert algo_config.num_envs_per_env_runner == 1
+        assert algo_config.env_config["batch_games"] == cfg.sampler.games
+    else:
+        assert algo_config.num_envs_per_env_runner == res.envs_per_runner
     assert algo_config.num_cpus_per_env_runner == res.cpus_per_env_runner
     assert algo_config.num_learners == res.learners
     assert algo_config.num_gpus_per_learner == build.gpus_per_learner(cfg)
