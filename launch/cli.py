@@ -42,6 +42,17 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
         raise UserError(one_line(err)) from None
 
 
+def parse_port(value) -> int:
+    """A TCP port from a ``port=`` option (0 lets the system pick one); `UserError` otherwise."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise UserError(f"port={value!r} is not allowed: give an integer in 0..65535") from None
+    if not 0 <= port <= 65535:
+        raise UserError(f"port={port} is not allowed: give an integer in 0..65535")
+    return port
+
+
 def fail(err: BaseException) -> None:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(2)

@@ -44,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, fail
+from launch.cli import UserError, fail, parse_port
 
 HOST = "127.0.0.1"  # the page shows run details: never offered beyond this machine
 DEFAULT_PORT = 8765
@@ -69,12 +69,7 @@ def parse(argv: list[str]) -> dict[str, Any]:
         args[key] = value
     if args["league"] is None:
         raise UserError("league= is required: give a run folder or a league.db file")
-    try:
-        args["port"] = int(args["port"])
-    except ValueError:
-        raise UserError(f"port={args['port']!r} is not allowed: give an integer in 0..65535") from None
-    if not 0 <= args["port"] <= 65535:
-        raise UserError(f"port={args['port']} is not allowed: give an integer in 0..65535")
+    args["port"] = parse_port(args["port"])
     return args
 
 

@@ -69,17 +69,16 @@ from ray.rllib.utils.metrics import (
     SAMPLE_TIMER,
 )
 
-
 from ludo_env.config import EnvConfig
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
 from ludo_env.engine.layout import CURRENT
 from ludo_env.rules import MAX_PLAYERS
 from policies.league.pool import MAIN
-from policies.players import make_player
 from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, inference_batch
+from policies.players import make_player
 
 DEFAULT_GAMES = 256
-"""Games per EnvRunner; see `launch.schema.SamplerConfig.games` for how it was chosen."""
+"""Games per EnvRunner when the env config names none (`launch.schema.SamplerConfig.games` does)."""
 
 NO_RECORD = -1
 
@@ -132,7 +131,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         try:
             return self._agents.index(name)
         except ValueError:
-            if name != MAIN and name not in self.module.keys() and name not in self._seat_players:
+            if name != MAIN and name not in self.module and name not in self._seat_players:
                 raise ValueError(f"the matchmaker drew '{name}', which this EnvRunner does not have: "
                                  f"modules {', '.join(self.module.keys())}; players "
                                  f"{', '.join(self._seat_players) or 'none'}") from None
@@ -368,8 +367,8 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
     def _log_episode(self, length: int, main_return: float) -> None:
         self.metrics.log_value(NUM_EPISODES, 1, reduce="sum")
         self.metrics.log_value(NUM_EPISODES_LIFETIME, 1, reduce="lifetime_sum")
-        window = max(1, int(math.ceil(self.config.metrics_num_episodes_for_smoothing
-                                      / (self.config.num_env_runners or 1))))
+        window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing
+                                  / (self.config.num_env_runners or 1)))
         self.metrics.log_dict({EPISODE_LEN_MEAN: length, EPISODE_RETURN_MEAN: main_return,
                                EPISODE_MODULE_RETURN_MEAN: {MAIN: main_return}}, window=window)
         self.metrics.log_dict({EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: main_return}, reduce="min",

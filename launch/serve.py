@@ -50,7 +50,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, fail
+from launch.cli import UserError, fail, parse_port
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -82,12 +82,7 @@ def parse(argv: list[str]) -> dict[str, Any]:
         if not value and key not in ("agents", "replays"):
             raise UserError(f"{key}= needs a value")
         args[key] = parse_list(key, value) if key in ("agents", "replays") else value
-    try:
-        args["port"] = int(args["port"])
-    except ValueError:
-        raise UserError(f"port={args['port']!r} is not allowed: give an integer in 0..65535") from None
-    if not 0 <= args["port"] <= 65535:
-        raise UserError(f"port={args['port']} is not allowed: give an integer in 0..65535")
+    args["port"] = parse_port(args["port"])
     return args
 
 

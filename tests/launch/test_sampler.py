@@ -77,7 +77,7 @@ def test_recorded_transitions_replay_through_the_engine(every_seat_main):
                 np.testing.assert_array_equal(after[POSITIONS], decisions[i + 1][1]["state"][POSITIONS])
             if last_of_seat[seat] != i:
                 assert paid == 0.0  # sparse: nothing is paid before the end
-        seat, obs, action, _, ended = decisions[-1]
+        seat, obs, action, _, _ = decisions[-1]
         if whole:  # the game's last move ends it; each seat's last reward is its end pay
             finished += 1
             after = obs["state"].astype(np.int16).copy()

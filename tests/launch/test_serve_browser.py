@@ -18,8 +18,8 @@ import pytest
 from ludo_env.engine import Game
 from ludo_env.rules import Rules
 from policies.records import read_records
+from tests.browser import browser_or_skip, new_chrome
 from tests.league import conftest as league_fixtures
-from tests.league.test_leaderboard_browser import CHROMEDRIVER, CHROMIUM, _ensure_chromium, _ensure_selenium
 
 pytestmark = pytest.mark.browser
 league_db = league_fixtures.league_db  # the small real league of tests/league, a fixture here too
@@ -29,28 +29,11 @@ WAIT = 60
 POLL = 0.02  # seconds between checks of a wait: the default half second would dominate a game of clicks
 
 
-def new_chrome():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,900", "--hide-scrollbars"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    chrome.set_page_load_timeout(60)
-    return chrome
-
-
 @pytest.fixture(scope="module")
 def browsers():
-    for why in (_ensure_chromium(), _ensure_selenium()):
-        if why is not None:
-            pytest.skip(why)
+    browser_or_skip()
     made = []
-    yield lambda: made.append(new_chrome()) or made[-1]
+    yield lambda: made.append(new_chrome("1300,900")) or made[-1]
     for chrome in made:
         chrome.quit()
 

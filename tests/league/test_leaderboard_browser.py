@@ -8,7 +8,6 @@ the screenshot (the README's ``docs/leaderboard.png`` is made this way).
 """
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import subprocess
@@ -18,70 +17,18 @@ from pathlib import Path
 import pytest
 
 from policies.league.store import LeagueStore
+from tests.browser import browser_or_skip, new_chrome
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMEDRIVER = "/usr/bin/chromedriver"
-CHROMIUM = "/usr/bin/chromium"
 PLOT_IDS = ("rating-history", "head-to-head", "training-curves")
-
-
-def _install(command: list[str], timeout: int) -> str | None:
-    """None when the command succeeded, else why not (one line)."""
-    try:
-        run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                             env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"{command[0]}: {err}"
-    return None if run.returncode == 0 else f"{' '.join(command[:3])} exited {run.returncode}"
-
-
-def _ensure_chromium() -> str | None:
-    if Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists():
-        return None
-    apt = shutil.which("apt-get")
-    if apt is None or os.geteuid() != 0:
-        return "Chromium is not installed and cannot be installed here (needs root and apt-get)"
-    packages = [apt, "install", "-y", "--no-install-recommends", "chromium", "chromium-driver"]
-    if _install(packages, 900) is not None:  # the package lists may be missing or stale
-        why = _install([apt, "update"], 300) or _install(packages, 900)
-        if why is not None:
-            return f"installing Chromium failed: {why}"
-    return None if Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists() else "Chromium is still missing"
-
-
-def _ensure_selenium() -> str | None:
-    try:
-        importlib.import_module("selenium")
-        return None
-    except ImportError:
-        pass
-    why = _install([sys.executable, "-m", "pip", "install", "-q", "selenium"], 300)
-    importlib.invalidate_caches()
-    try:
-        importlib.import_module("selenium")
-        return None
-    except ImportError:
-        return f"selenium is missing and pip could not install it ({why})"
 
 
 @pytest.fixture(scope="module")
 def driver():
-    for why in (_ensure_chromium(), _ensure_selenium()):
-        if why is not None:
-            pytest.skip(why)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1400,1000", "--hide-scrollbars"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    chrome.set_page_load_timeout(60)
+    browser_or_skip()
+    chrome = new_chrome()
     yield chrome
     chrome.quit()
 
