@@ -28,9 +28,13 @@ What is measured
   DQN, kept: the per-game path samples ``batch_mode="complete_episodes"``,
   which drops the games still running at the end of a ``sample()`` (their
   steps count as sampled but never reach the replay buffer). So for DQN the
-  table also gives env steps *kept* per second (the replay buffer's
-  ``num_env_steps_added_lifetime``), the steps that can be trained on. The
-  batched path ships every step (chunks continue across samples).
+  table also gives what reaches the replay buffer per second, in two units:
+  "kept", the buffer's ``num_env_steps_added_lifetime`` (per-game: env steps
+  of the whole games it stores, every seat's; batched: main's transitions,
+  the only ones it stores), and "main kept", main's transitions stored
+  (``num_module_steps_added_lifetime["main"]``), the same unit on both sides
+  and what DQN trains on. The batched path ships every step (chunks continue
+  across samples).
 
   Split: the medians of RLlib's own timers per iteration (EnvRunner
   sampling; learner update; for DQN also replay sampling), so it shows which
@@ -69,6 +73,8 @@ os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 import numpy as np
+
+from policies.league.pool import MAIN
 
 ALGOS = ("ppo", "dqn")
 SIDES = ("per_game", "batched")
@@ -109,6 +115,7 @@ class Side:
         self.pool = pool
         self.steps = 0
         self.added = 0
+        self.main_added = 0
         self.iterations = 0
         self.windows: list[dict[str, float]] = []
         self.episode_len: float | None = None
@@ -117,7 +124,11 @@ class Side:
         result = self.algo.train()
         self.iterations = int(self.algo.iteration)
         self.steps = env_steps(result)
-        self.added = int(result.get("replay_buffer", {}).get("num_env_steps_added_lifetime", self.added))
+        replay = result.get("replay_buffer", {})
+        self.added = int(replay.get("num_env_steps_added_lifetime", self.added))
+        per_module = replay.get("num_module_steps_added_lifetime")
+        if isinstance(per_module, dict) and MAIN in per_module:
+            self.main_added = int(per_module[MAIN])
         self.episode_len = episode_len(result) or self.episode_len
         return result
 
@@ -142,7 +153,7 @@ class Side:
         return time.perf_counter() - start
 
     def window(self, seconds: float) -> dict[str, float]:
-        steps0, added0, start = self.steps, self.added, time.perf_counter()
+        steps0, added0, main0, start = self.steps, self.added, self.main_added, time.perf_counter()
         iterations = 0
         timers = {key: 0.0 for key in TIMERS}
         while time.perf_counter() - start < seconds or iterations == 0:
@@ -152,6 +163,7 @@ class Side:
                 timers[key] += float(result.get("timers", {}).get(timer, 0.0))
         elapsed = time.perf_counter() - start
         row = {"steps_per_s": (self.steps - steps0) / elapsed, "kept_per_s": (self.added - added0) / elapsed,
+               "main_stored_per_s": (self.main_added - main0) / elapsed,
                "seconds": elapsed, "iterations": iterations, "env_steps": self.steps - steps0,
                "env_steps_kept": self.added - added0, **{k: v / iterations for k, v in timers.items()}}
         self.windows.append(row)
@@ -206,6 +218,7 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
                **{key: side.median(key) for key in TIMERS}}
         if algo == "dqn":
             row["kept_per_s"] = side.median("kept_per_s")
+            row["main_stored_per_s"] = side.median("main_stored_per_s")
             row["kept_share"] = (sum(w["env_steps_kept"] for w in side.windows)
                                  / max(1, sum(w["env_steps"] for w in side.windows)))
         else:
@@ -216,6 +229,8 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
     result["ratio"] = result["batched"]["steps_per_s"] / result["per_game"]["steps_per_s"]
     if algo == "dqn":
         result["ratio_kept"] = result["batched"]["kept_per_s"] / result["per_game"]["kept_per_s"]
+        result["ratio_main_stored"] = (result["batched"]["main_stored_per_s"]
+                                       / max(1e-9, result["per_game"]["main_stored_per_s"]))
     return result
 
 
@@ -283,6 +298,8 @@ def main(argv: list[str]) -> None:
                  ">= 10" if r["algo"] == "ppo" else "")]
         if "ratio_kept" in r:
             rows.append(("kept", r["per_game"]["kept_per_s"], r["batched"]["kept_per_s"], r["ratio_kept"], ">= 5"))
+            rows.append(("main kept", r["per_game"]["main_stored_per_s"], r["batched"]["main_stored_per_s"],
+                         r["ratio_main_stored"], ">= 5"))
         for kind, old, new, ratio, target in rows:
             print(f"{r['algo']:<6}{kind:<11}{old:>13,.0f}{new:>13,.0f}{ratio:>8.2f}   {target}")
     print("\nper iteration (medians, s):")
