@@ -103,7 +103,6 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         self._seeds = np.random.default_rng([int(env_config.seed), int(self.worker_index or 0)])
         self._space = observation_space(env_config.obs)
         self._seat_players = seat_players(self.config.env_config.get("seat_players", {}), env_config.seed)
-        self._is_ppo = not hasattr(self.module[MAIN], "compute_q_values")
         self._games_started = 0
         # Per game and seat: the agent index (0 = main) and, for main seats, the chain and its newest record.
         self._agents: list[str] = [MAIN]
@@ -113,7 +112,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         self._game_key = [""] * self.batch
         self._game_return = np.zeros(self.batch)
         self._game_decisions = np.zeros(self.batch, dtype=np.int64)
-        self._records = _Records(self._space, self._is_ppo)
+        self._records = _Records(self._space)
         self._chains = _Chains()
         self._started = False
         self.illegal_moves = 0
@@ -415,11 +414,12 @@ def _actions_of(out: dict, explore: bool) -> tuple[np.ndarray, np.ndarray | None
 
 
 class _Records:
-    """main's decisions not yet shipped, as growing numpy columns (one row per decision)."""
+    """main's decisions not yet shipped, as growing numpy columns (one row per decision). A module that acts
+    through logits (PPO) also has its logits and log-probabilities kept; one that outputs actions (DQN) not."""
 
-    def __init__(self, space, with_logits: bool, capacity: int = 16384):
+    def __init__(self, space, capacity: int = 16384):
         self._space = space
-        self._with_logits = with_logits
+        self._with_logits: bool | None = None  # known at the first decision
         self.size = 0
         self._allocate(capacity)
 
@@ -441,6 +441,9 @@ class _Records:
 
     def add(self, chains, obs, actions, logits, logp) -> np.ndarray:
         n = chains.size
+        if self._with_logits is None:
+            self._with_logits = logits is not None
+            self._allocate(self.capacity)
         if self.size + n > self.capacity:
             self._allocate(max(2 * self.capacity, self.size + n))
         at = slice(self.size, self.size + n)
