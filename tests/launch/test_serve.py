@@ -56,7 +56,9 @@ def test_a_finished_game_is_recorded_move_for_move_and_replays_as_the_engine_pla
     lines = read_records(tmp_path / "records" / view["record"])
     assert [(r["seat"], r["die"], r["chosen"]) for r in lines] == moves
     assert {r["player"] for r in lines if r["seat"] == 2} == {"human"}
-    assert {r["player"] for r in lines if r["seat"] != 2} == {"hybrid", "random", "fast"}
+    # The dice are the server's: a bot that never got a decision (a quick game can end first) has no line.
+    bots = {r["player"] for r in lines if r["seat"] != 2}
+    assert bots and bots <= {"hybrid", "random", "fast"}
     human = read_records(tmp_path / "records" / "human" / view["record"])
     assert human == [r for r in lines if r["player"] == "human"]
     decisions = load_decisions([tmp_path / "records" / view["record"]])  # what +exp=imitate reads
