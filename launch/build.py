@@ -277,11 +277,11 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
         )
     else:
         if batched:
-            # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are safe
-            # and nothing sampled is dropped: every decision of main reaches the replay buffer. Sixteen decisions per
-            # game and call: a call costs about 0.1 s of shipping and Ray transfer whatever its size, so smaller
-            # calls make the runner wait on that (measured: 512 steps per call, 0.04 s to play, 0.1-0.27 s
-            # round trip).
+            # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are
+            # safe and nothing sampled is dropped: every decision of main reaches the replay buffer. Sixteen
+            # decisions per game and call: a call costs about 0.1 s of shipping and Ray transfer whatever its
+            # size, so smaller calls make the runner wait on that (measured: 512 steps per call, 0.04 s to play,
+            # 0.1-0.27 s round trip).
             config.env_runners(batch_mode="truncate_episodes",
                                rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
         else:
