@@ -72,6 +72,7 @@ from ray.rllib.utils.metrics import (
 from ludo_env.config import EnvConfig
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
 from ludo_env.engine.layout import CURRENT
+from ludo_env.multi_agent_env import seat_agent
 from ludo_env.rules import MAX_PLAYERS
 from policies.league.pool import MAIN
 from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, inference_batch
@@ -81,10 +82,6 @@ DEFAULT_GAMES = 256
 """Games per EnvRunner when the env config names none (`launch.schema.SamplerConfig.games` does)."""
 
 NO_RECORD = -1
-
-
-def seat_agent_id(seat: int) -> str:
-    return f"seat_{seat}"
 
 
 class BatchedLudoEnvRunner(MultiAgentEnvRunner):
@@ -287,7 +284,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
                 last = self._last_record[b, seat]
                 chain = self._chain[b, seat]
                 if last == NO_RECORD:  # main never had a decision at this seat
-                    self._chains.drop(chain)
+                    self._chains.forget(int(chain))
                     continue
                 self._records.reward[last] += final[seat]
                 self._game_return[b] += final[seat]
@@ -342,7 +339,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
             truncated=truncated,
             t_started=chains.shipped[chain],
             len_lookback_buffer=0,
-            agent_id=seat_agent_id(seat),
+            agent_id=seat_agent(seat),
             module_id=MAIN,
             multi_agent_episode_id=key,
         )
@@ -355,7 +352,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, sampled.steps, reduce="lifetime_sum",
                                with_throughput=True)
         for seat in range(self.players):
-            agent = seat_agent_id(seat)
+            agent = seat_agent(seat)
             self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, agent), int(sampled.seat_steps[seat]), reduce="sum")
             self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent), int(sampled.seat_steps[seat]),
                                    reduce="lifetime_sum")
@@ -489,9 +486,6 @@ class _Chains:
 
     def close(self, chain: int, terminated: bool) -> None:
         self.done[int(chain)] = terminated
-
-    def drop(self, chain: int) -> None:
-        self.forget(int(chain))
 
     def forget(self, chain: int) -> None:
         self.owner.pop(chain, None)
