@@ -22,6 +22,53 @@ tokens move. The numbering is seed 000's and pyludo's: colour 0 enters on square
 
 Seats and colours: seat ``s`` plays colour ``s``, except that with two players
 and ``two_player_opposite`` the seats take colours 0 and 2 (opposite corners).
+
+Choices where the seeds are silent
+----------------------------------
+Each is a field (or the default of one), so a variant can choose otherwise.
+The kernels cite these numbers where they implement them.
+
+1. Path length: 51 track squares (start square included), then the 5-square
+   home column: 56 steps to home, as on the physical board, in ludopy and in
+   pyludo. Seed 000's code numbers "0–51 track, 52–56 home, 57 finished", a
+   57-step path that laps onto its own start square; we follow the board.
+2. Entering puts the token on its start square and stops there; a six used
+   to enter still gives its bonus roll.
+3. The third six in a row forfeits that roll only; moves made with the first
+   two stand. The count resets on any other roll, including a bonus roll
+   from a capture.
+4. A six with no legal move still gives the bonus roll.
+5. Classic start squares are safe, so entering never captures there.
+6. Bonus rolls do not stack: a six that also captures gives one more roll.
+   Bringing the last token home ends the turn.
+7. The game ends at the first player home (seeds 000 and 003). The others are
+   placed by squares covered (progress + 1 per token, 0 in base); equal
+   coverage shares a place (1, 2, 2, 4).
+8. Two players sit on colours 0 and 2; three players on 0, 1, 2.
+9. Blockades (house rule): two or more tokens of one colour on any shared
+   square, safe squares included; other colours can neither land on nor pass
+   it, nor enter onto it; own tokens pass freely.
+10. `ucsd`: a full lap, 52 pips ("52 needed for each pawn"); a struck token
+    returns to its start square; a strike gives an extra roll (§2.1 rule 9,
+    and the 3.5 × InsKill term of the hybrid formula); several opponents on
+    the square are all struck; the 8 safe squares hold.
+11. `pyludo` stars, as seed 002 states them (``star_capture: both``): stars
+    are not globes, so a token landing on a star that holds one opponent
+    sends it home, then jumps to the next star, where a lone opponent is sent
+    home too; from the last star it goes to goal. Two or more opponents on
+    the star landed on send the mover home before any jump; two or more where
+    the jump ends send it home after it, and a capture on the first star
+    stands. A jump onto the last star stops there (one jump per move).
+    Overshoot bounces back from the goal inside the end lane. Version: the
+    README of rasmushaugaard/pyludo at 12 commits, the one seed 002 copies.
+    That repository could not be read from this machine; the `move_token`
+    of two public copies of pyludo's `LudoState` does the same (kill on the
+    star, jump, kill at the end). Until 2026-11-24 this variant followed a
+    later fork that captures only where the jump ends; ``star_capture:
+    jump_end`` keeps that rule, and ``landing`` captures only on the star
+    landed on.
+12. With ``star_capture: landing`` the square a jump ends on is passed as if
+    empty: nothing is captured there and no stack rule applies.
 """
 from __future__ import annotations
 
@@ -42,6 +89,7 @@ SAFE_RULES = ("share", "mover_home")
 STACK_RULES = ("capture_all", "mover_home")
 OVERSHOOT_RULES = ("exact", "bounce", "finish")
 END_RULES = ("first_winner", "last_standing")
+STAR_CAPTURE_RULES = ("both", "landing", "jump_end")
 
 
 class RulesError(ValueError):
@@ -95,7 +143,10 @@ class Rules:
     star_squares: tuple[int, ...] = ()
     """Board squares that are stars."""
     star_jump: bool = False
-    """Landing on a star jumps to the next star on the mover's path; captures happen only where the jump ends."""
+    """Landing on a star jumps to the next star on the mover's path (captures: `star_capture`)."""
+    star_capture: str = "both"
+    """With star jumps, which squares capture a lone opponent: 'both' (the star landed on, then where the jump ends:
+    seed 002), 'landing' (the star landed on only) or 'jump_end' (where the jump ends only: a later pyludo fork)."""
     last_star_to_home: bool = True
     """With star jumps: from the last star before the home column the token goes straight home."""
     two_player_opposite: bool = True
@@ -155,7 +206,7 @@ class Rules:
         return self.track_steps + self.home_column
 
     @property
-    def seat_colours(self) -> tuple[int, ...]:
+    def seat_colours(self) -> tuple[int, ...]:  # rule choice 8
         if self.players == 2 and self.two_player_opposite:
             return (0, 2)
         return tuple(range(self.players))
@@ -200,6 +251,8 @@ class Rules:
             bad("overshoot", self.overshoot, f"choose one of {', '.join(OVERSHOOT_RULES)}")
         if self.end not in END_RULES:
             bad("end", self.end, f"choose one of {', '.join(END_RULES)}")
+        if self.star_capture not in STAR_CAPTURE_RULES:
+            bad("star_capture", self.star_capture, f"choose one of {', '.join(STAR_CAPTURE_RULES)}")
         if self.start_in_base and (
             not self.enter_rolls or any(not 1 <= r <= DIE_FACES for r in self.enter_rolls)
         ):

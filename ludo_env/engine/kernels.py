@@ -26,6 +26,7 @@ from ludo_env.engine.layout import (
     EV_SEAT_FINISHED,
     EV_SENT_BACK,
     EV_STAR,
+    EV_STAR_CAPTURED_SHIFT,
     EV_TOKEN_HOME,
     N_FINISHED,
     OVER,
@@ -51,8 +52,11 @@ from ludo_env.engine.layout import (
     R_SIXES_FORFEIT,
     R_SQUARE_OF_AT,
     R_STACK_MOVER_HOME,
+    R_STAR_CAPTURE,
     R_STAR_GAP_AT,
     R_STAR_JUMP,
+    STAR_CAPTURE_JUMP_END,
+    STAR_CAPTURE_LANDING,
     R_START_IN_BASE,
     R_TOKENS,
     R_TRACK_SQUARES,
@@ -114,7 +118,7 @@ def opponents_on(state, tab, seat, square):
 
 @inline_kernel
 def _blockade_on(state, tab, seat, square):
-    """True if another colour has two or more tokens on `square`."""
+    """True if another colour has two or more tokens on `square` (rule choice 9: safe squares too)."""
     for other in range(tab[R_PLAYERS]):
         if other != seat and count_on(state, tab, other, square) >= 2:
             return True
@@ -186,37 +190,54 @@ def _send_back_opponents(state, tab, seat, square):
 
 
 @inline_kernel
+def _with_captures(events, on_star, at_rest):
+    """Add the capture bits: `on_star` opponents sent back from the star left, `at_rest` where the token stops."""
+    total = on_star + at_rest
+    if total == 0:
+        return events
+    return events | EV_CAPTURE | (total << EV_CAPTURED_SHIFT) | (on_star << EV_STAR_CAPTURED_SHIFT)
+
+
+@inline_kernel
 def landing(state, tab, seat, q):
     """Where a token of `seat` walking to track progress `q` comes to rest, and what happens there.
 
     Pure: returns ``(progress, events)`` without touching the state. The events
-    count the opponents a capture would send back; a token sent back by the
-    square (pyludo globes and stacks) rests at its restart point.
+    count the opponents a capture would send back (those on the star the token
+    left in their own bits, see `EV_STAR_CAPTURED_SHIFT`); a token sent back by
+    the square (pyludo globes and stacks) rests at its restart point.
     """
     events = 0
+    on_star = 0
     jumped = False
+    star_rule = tab[R_STAR_CAPTURE]
     while True:
         square = board_square(tab, seat, q)
         n_opp = opponents_on(state, tab, seat, square)
         safe = tab[tab[R_SAFE_AT] + square] != 0
-        if n_opp > 0 and safe and tab[R_SAFE_MOVER_HOME]:
-            return _restart_progress(tab), events | EV_SENT_BACK
-        if n_opp > 1 and not safe and tab[R_STACK_MOVER_HOME]:
-            return _restart_progress(tab), events | EV_SENT_BACK
+        # Rule choice 12: with star_capture 'landing' the square a jump ends on is passed as if empty.
+        judged = not jumped or star_rule != STAR_CAPTURE_LANDING
+        if judged and n_opp > 0 and safe and tab[R_SAFE_MOVER_HOME]:
+            return _restart_progress(tab), _with_captures(events | EV_SENT_BACK, on_star, 0)
+        if judged and n_opp > 1 and not safe and tab[R_STACK_MOVER_HOME]:
+            return _restart_progress(tab), _with_captures(events | EV_SENT_BACK, on_star, 0)
         star_gap = tab[tab[R_STAR_GAP_AT] + square]
         if star_gap > 0 and tab[R_STAR_JUMP] and not jumped:
             q_next = q + star_gap
-            if q_next < tab[R_TRACK_STEPS]:
-                # Captures happen where the jump ends, not on the star it leaves.
+            jumps = q_next < tab[R_TRACK_STEPS]
+            if jumps or tab[R_LAST_STAR_HOME]:
+                # Rule choice 11: a lone opponent on the star landed on is sent back before the jump
+                # (seed 002), unless star_capture is 'jump_end'.
+                if n_opp > 0 and not safe and star_rule != STAR_CAPTURE_JUMP_END:
+                    on_star = n_opp
                 events |= EV_STAR
+                if not jumps:
+                    return tab[R_HOME], _with_captures(events, on_star, 0)
                 q = q_next
                 jumped = True
                 continue
-            if tab[R_LAST_STAR_HOME]:
-                return tab[R_HOME], events | EV_STAR
-        if n_opp > 0 and not safe:
-            return q, events | EV_CAPTURE | (n_opp << EV_CAPTURED_SHIFT)
-        return q, events
+        at_rest = n_opp if judged and n_opp > 0 and not safe else 0
+        return q, _with_captures(events, on_star, at_rest)
 
 
 @inline_kernel
@@ -234,6 +255,7 @@ def move_outcome(state, tab, seat, token, die):
             if sent:
                 return 0, EV_ENTERED | EV_CAPTURE | (sent << EV_CAPTURED_SHIFT)
             return 0, EV_ENTERED
+        # Rule choice 2: entering stops on the start square (rule choice 5: safe in classic).
         q, events = landing(state, tab, seat, 0)
         return q, events | EV_ENTERED
     q = move_target(state, tab, seat, token, die)
@@ -256,7 +278,7 @@ def _seat_pips(state, tab, seat):
 
 @kernel
 def _finish_game(state, tab):
-    """Mark the game over and place the seats still playing, best progress first (ties share)."""
+    """Mark the game over and place the seats still playing, best progress first (ties share: rule choice 7)."""
     players = tab[R_PLAYERS]
     done = state[N_FINISHED]
     for seat in range(players):
@@ -312,11 +334,13 @@ def set_die(state, tab, die, mask):
         state[SIXES] = state[SIXES] + 1 if die == 6 else 0
         forfeit = tab[R_SIXES_FORFEIT]
         if forfeit > 0 and state[SIXES] >= forfeit:
+            # Rule choice 3: only this roll is forfeited; earlier moves of the turn stand.
             pass_turn(state, tab)
             return EV_FORFEIT
     state[DIE] = die
     if legal_mask(state, tab, mask) > 0:
         return 0
+    # Rule choice 4: a six with no legal move still earns its bonus roll.
     return _roll_again_or_pass(state, tab, die == 6 and tab[R_BONUS_SIX], EV_NO_MOVE)
 
 
@@ -328,8 +352,12 @@ def apply_move(state, tab, token):
     i = token_index(seat, token)
     home = tab[R_HOME]
     q, events = move_outcome(state, tab, seat, token, die)
+    on_star = (events >> EV_STAR_CAPTURED_SHIFT) & 0xF
+    if on_star:
+        star_progress = 0 if state[i] == BASE else move_target(state, tab, seat, token, die)
+        _send_back_opponents(state, tab, seat, board_square(tab, seat, star_progress))
     state[i] = q
-    if events & EV_CAPTURE:
+    if ((events >> EV_CAPTURED_SHIFT) & 0xF) > on_star:
         _send_back_opponents(state, tab, seat, board_square(tab, seat, q))
     if state[i] == home:
         events |= EV_TOKEN_HOME
@@ -344,8 +372,10 @@ def apply_move(state, tab, token):
             if tab[R_END_FIRST_WINNER] or state[N_FINISHED] >= tab[R_PLAYERS] - 1:
                 _finish_game(state, tab)
                 return events | EV_GAME_OVER
+            # Rule choice 6: bringing the last token home ends the turn, whatever the die.
             pass_turn(state, tab)
             return events
+    # Rule choices 2 and 6: entering keeps the six's bonus, and two reasons for a bonus give one roll.
     bonus = (
         (die == 6 and tab[R_BONUS_SIX])
         or ((events & EV_CAPTURE) != 0 and tab[R_BONUS_CAPTURE])

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, OVERSHOOT_RULES, Rules
+from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, OVERSHOOT_RULES, STAR_CAPTURE_RULES, Rules
 
 # ----------------------------------------------------------------- state row
 BASE = -1
@@ -65,7 +65,8 @@ R_BLOCKADES = 15
 R_STAR_JUMP = 16
 R_LAST_STAR_HOME = 17
 R_END_FIRST_WINNER = 18
-R_SEAT_START = 19  # 4 entries: board square of each seat's start
+R_STAR_CAPTURE = 19  # index into rules.STAR_CAPTURE_RULES
+R_SEAT_START = 20  # 4 entries: board square of each seat's start
 R_HEADER = R_SEAT_START + MAX_PLAYERS
 # Then three sections of track_squares entries each (offsets from `tab[R_*_AT]`):
 R_SAFE_AT = R_HEADER  # holds the offset of: 1 if the board square is safe
@@ -75,6 +76,9 @@ R_PROGRESS_AT = R_HEADER + 3  # offset of: progress of seat s on board square q 
 R_TABLES = R_HEADER + 4
 
 OVERSHOOT_EXACT, OVERSHOOT_BOUNCE, OVERSHOOT_FINISH = (OVERSHOOT_RULES.index(k) for k in ("exact", "bounce", "finish"))
+STAR_CAPTURE_BOTH, STAR_CAPTURE_LANDING, STAR_CAPTURE_JUMP_END = (
+    STAR_CAPTURE_RULES.index(k) for k in ("both", "landing", "jump_end")
+)
 
 # Event bits returned by the move kernels (int32).
 EV_ENTERED = 1 << 0  # a token left its base
@@ -90,6 +94,7 @@ EV_FORFEIT = 1 << 9  # a roll was forfeited (too many sixes in a row)
 EV_NO_MOVE = 1 << 10  # a roll had no legal move
 EV_ILLEGAL_REPLACED = 1 << 11  # fast path: an illegal choice was replaced by the lowest legal token
 EV_CAPTURED_SHIFT = 16  # bits 16..19: number of opponent tokens captured
+EV_STAR_CAPTURED_SHIFT = 20  # bits 20..23: how many of those were on the star the token landed on and left
 
 EVENT_NAMES = {
     EV_ENTERED: "entered",
@@ -142,6 +147,7 @@ def compile_rules(rules: Rules) -> np.ndarray:
     table[R_BLOCKADES] = rules.blockades
     table[R_STAR_JUMP] = rules.star_jump
     table[R_LAST_STAR_HOME] = rules.last_star_to_home
+    table[R_STAR_CAPTURE] = STAR_CAPTURE_RULES.index(rules.star_capture)
     table[R_END_FIRST_WINNER] = rules.end == "first_winner"
     for seat, start in enumerate(rules.seat_starts):
         table[R_SEAT_START + seat] = start

@@ -23,7 +23,7 @@ one-roll look at the opponents:
 from __future__ import annotations
 
 from ludo_env.engine.jit import inline_kernel, kernel
-from ludo_env.engine.kernels import board_square, count_on, token_index
+from ludo_env.engine.kernels import board_square, count_on, opponents_on, token_index
 from ludo_env.engine.layout import (
     BASE,
     PLACES,
@@ -35,11 +35,14 @@ from ludo_env.engine.layout import (
     R_SAFE_AT,
     R_SEAT_START,
     R_STACK_MOVER_HOME,
+    R_STAR_CAPTURE,
     R_STAR_GAP_AT,
     R_STAR_JUMP,
     R_TOKENS,
     R_TRACK_SQUARES,
     R_TRACK_STEPS,
+    STAR_CAPTURE_JUMP_END,
+    STAR_CAPTURE_LANDING,
 )
 
 DIE_FACES = 6
@@ -65,20 +68,33 @@ def is_opponent_start(tab, seat, square):
 
 
 @inline_kernel
-def _lands_on(tab, attacker, p, die):
-    """Board square where a track token of `attacker` at progress p comes to rest with `die`, or -1."""
+def _strikes(state, tab, attacker, p, die, square):
+    """True if a track token of `attacker` at progress p, moving `die`, captures a lone token on `square`.
+
+    It strikes where it comes to rest, and with star jumps also on the star it
+    lands on and leaves (rule choice 11, `star_capture`). Whether the square
+    itself lets a capture happen (safe, stacked) is the caller's to check.
+    """
     q = p + die
     steps = tab[R_TRACK_STEPS]
     if q >= steps:
-        return -1
-    square = board_square(tab, attacker, q)
-    gap = tab[tab[R_STAR_GAP_AT] + square]
-    if gap > 0 and tab[R_STAR_JUMP]:
-        if q + gap < steps:
-            return board_square(tab, attacker, q + gap)
-        if tab[R_LAST_STAR_HOME]:
-            return -1
-    return square
+        return False
+    first = board_square(tab, attacker, q)
+    gap = tab[tab[R_STAR_GAP_AT] + first]
+    if gap == 0 or not tab[R_STAR_JUMP]:
+        return first == square
+    jumps = q + gap < steps
+    if not jumps and not tab[R_LAST_STAR_HOME]:
+        return first == square
+    star_rule = tab[R_STAR_CAPTURE]
+    if first == square:
+        return star_rule != STAR_CAPTURE_JUMP_END
+    if not jumps or star_rule == STAR_CAPTURE_LANDING:
+        return False
+    # Two or more opponents on the star landed on send the attacker home before it jumps.
+    if tab[R_STACK_MOVER_HOME] and opponents_on(state, tab, attacker, first) >= 2:
+        return False
+    return board_square(tab, attacker, q + gap) == square
 
 
 @kernel
@@ -103,14 +119,18 @@ def hit_chance(state, tab, seat, progress, joining):
             continue
         faces = 0  # bit d: die d lets `other` hit the square
         enters_here = tab[R_SEAT_START + other] == square
+        # Tokens of other colours on the square count for this attacker's stack rule too.
+        lands_capture = landing_captures and not (
+            tab[R_STACK_MOVER_HOME] and opponents_on(state, tab, other, square) + joining >= 2
+        )
         for t in range(tab[R_TOKENS]):
             p = state[token_index(other, t)]
             if p == BASE:
                 if enters_here and entering_captures:
                     faces |= tab[R_ENTER_MASK]
-            elif p >= 0 and p < tab[R_TRACK_STEPS] and landing_captures:
+            elif p >= 0 and p < tab[R_TRACK_STEPS] and lands_capture:
                 for d in range(1, DIE_FACES + 1):
-                    if _lands_on(tab, other, p, d) == square:
+                    if _strikes(state, tab, other, p, d, square):
                         faces |= 1 << d
         n = 0
         for d in range(1, DIE_FACES + 1):

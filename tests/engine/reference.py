@@ -175,13 +175,18 @@ class RefGame:
             return
         for other, u in victims:
             self.tokens[other][u] = self.restart()
-        events.add(f"capture:{len(victims)}")
+        already = sum(int(e.split(":")[1]) for e in events if e.startswith("capture:"))
+        events.discard(f"capture:{already}")
+        events.add(f"capture:{already + len(victims)}")
 
     def land(self, seat: int, t: int, q: int, events: set[str], jumped: bool = False) -> None:
         r = self.rules
         square = self.square(seat, q)
         victims = self.opponents_at(seat, square)
         safe = square in r.safe_squares
+        if jumped and r.star_capture == "landing":
+            self.tokens[seat][t] = q  # the jump's end is passed as if empty
+            return
         if victims and safe and r.safe_square_rule == "mover_home":
             self.tokens[seat][t] = self.restart()
             events.add("sent_back")
@@ -192,13 +197,14 @@ class RefGame:
             return
         if r.star_jump and not jumped and square in r.star_squares:
             nxt = self.next_star_step(seat, q)
-            if nxt is not None:
+            if nxt is not None or r.last_star_to_home:
                 events.add("star")
-                self.land(seat, t, nxt, events, jumped=True)
-                return
-            if r.last_star_to_home:
-                events.add("star")
-                self.tokens[seat][t] = r.home
+                if victims and not safe and r.star_capture in ("both", "landing"):
+                    self.capture(victims, events)
+                if nxt is None:
+                    self.tokens[seat][t] = r.home
+                else:
+                    self.land(seat, t, nxt, events, jumped=True)
                 return
         self.tokens[seat][t] = q
         if victims and not safe:

@@ -14,6 +14,8 @@ CONFIGS = [
     ("classic", {"bonus_roll_on_home": True, "blockades": True}),
     ("classic", {"end": "last_standing"}),
     ("pyludo", {}),
+    ("pyludo", {"star_capture": "landing"}),
+    ("pyludo", {"star_capture": "jump_end"}),
     ("ucsd", {}),
     ("ucsd", {"players": 2}),
     ("quick", {}),

@@ -95,15 +95,75 @@ def test_a_star_jumps_to_the_next_star():
     assert game.tokens[0][0] == at(0, 12)
 
 
-def test_a_star_jump_captures_where_it_lands_and_not_on_the_star_it_leaves():
-    #  sq:  3 . . 6* ... 12*            seat 1 on 6 and seat 2 on 12: the jump leaves 6 alone, captures on 12
+def test_a_lone_opponent_on_the_star_landed_on_is_sent_home_before_the_jump():
+    # Seed 002: "landing on a single opponent token sends the opponent token home if it is not on a globe";
+    # stars are not globes, so the star landed on captures, and so does the star the jump ends on.
+    #  sq:  3 . . 6* ... 12*            seat 1 on 6 and seat 2 on 12: both go home, the mover rests on 12
     tokens = empty()
     tokens[0][0], tokens[1][0], tokens[2][0] = at(0, 3), at(1, 6), at(2, 12)
     game = Game.from_position(R, tokens)
     game.roll(3)
-    assert game.move(0) == ["capture:1", "star"]
-    assert game.tokens[1][0] == at(1, 6) and game.tokens[2][0] == B
+    assert game.move(0) == ["capture:2", "star"]
+    assert game.tokens[1][0] == B and game.tokens[2][0] == B
     assert game.tokens[0][0] == at(0, 12)
+
+
+def test_a_capture_on_the_star_stands_when_the_jump_end_sends_the_mover_home():
+    # seat 1 alone on star 6, two seat-2 tokens on star 12: seat 1 goes home, then the mover does too.
+    tokens = empty()
+    tokens[0][0], tokens[1][0] = at(0, 3), at(1, 6)
+    tokens[2][0], tokens[2][1] = at(2, 12), at(2, 12)
+    game = Game.from_position(R, tokens)
+    game.roll(3)
+    assert game.move(0) == ["capture:1", "sent_back", "star"]
+    assert game.tokens[1][0] == B and game.tokens[0][0] == B
+    assert list(game.tokens[2][:2]) == [at(2, 12), at(2, 12)]
+
+
+def test_a_lone_opponent_on_the_last_star_is_sent_home_and_the_mover_goes_to_goal():
+    tokens = empty()
+    tokens[0][0], tokens[1][0] = at(0, 47), at(1, 51)
+    game = Game.from_position(R, tokens)
+    game.roll(4)
+    assert game.move(0) == ["capture:1", "token_home", "star"]
+    assert game.tokens[1][0] == B and game.tokens[0][0] == HOME
+
+
+@pytest.mark.parametrize(
+    ("star_capture", "events", "star_6", "star_12"),
+    [
+        ("both", ["capture:2", "star"], B, B),
+        ("landing", ["capture:1", "star"], B, "kept"),
+        ("jump_end", ["capture:1", "star"], "kept", B),
+    ],
+)
+def test_star_capture_chooses_which_star_captures(star_capture, events, star_6, star_12):
+    rules = Rules.load("pyludo", star_capture=star_capture)
+    tokens = empty()
+    tokens[0][0], tokens[1][0], tokens[2][0] = at(0, 3), at(1, 6), at(2, 12)
+    game = Game.from_position(rules, tokens)
+    game.roll(3)
+    assert game.move(0) == events
+    assert game.tokens[1][0] == (at(1, 6) if star_6 == "kept" else star_6)
+    assert game.tokens[2][0] == (at(2, 12) if star_12 == "kept" else star_12)
+    assert game.tokens[0][0] == at(0, 12)
+
+
+def test_with_landing_captures_the_jump_end_is_passed_as_if_empty():
+    # Two seat-2 tokens on star 12 would send the mover home under 'both'; under 'landing' it joins them.
+    rules = Rules.load("pyludo", star_capture="landing")
+    tokens = empty()
+    tokens[0][0] = at(0, 3)
+    tokens[2][0], tokens[2][1] = at(2, 12), at(2, 12)
+    game = Game.from_position(rules, tokens)
+    game.roll(3)
+    assert game.move(0) == ["star"]
+    assert game.tokens[0][0] == at(0, 12)
+
+
+def test_an_unknown_star_capture_is_refused_in_one_line():
+    with pytest.raises(RulesError, match="star_capture='nowhere' is not allowed for variant 'pyludo': choose one of both, landing, jump_end"):
+        Rules.load("pyludo", star_capture="nowhere")
 
 
 def test_two_opponents_on_the_first_star_send_the_mover_home_before_any_jump():

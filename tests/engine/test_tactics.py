@@ -72,3 +72,20 @@ def test_hit_chance_equals_brute_force(variant, seed, plies):
                 assert hit_chance(state, tab, seat, p, 0) == pytest.approx(
                     brute_force_hit_chance(state, tab, rules, seat, t)
                 ), (state.tolist(), seat, t)
+
+
+@pytest.mark.parametrize("star_capture", ["landing", "jump_end"])
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), plies=st.integers(20, 400))
+def test_hit_chance_equals_brute_force_for_every_star_capture_rule(star_capture, seed, plies):
+    rules = Rules.load("pyludo", star_capture=star_capture)
+    tab = compile_rules(rules)
+    states, rng = new_batch(tab, 24, seed)
+    play_random(states, tab, rng, max_plies=plies)
+    for state in states[states[:, OVER] == 0]:
+        for seat in range(rules.players):
+            for t in range(rules.tokens):
+                p = int(state[token_index(seat, t)])
+                assert hit_chance(state, tab, seat, p, 0) == pytest.approx(
+                    brute_force_hit_chance(state, tab, rules, seat, t)
+                ), (state.tolist(), seat, t)
