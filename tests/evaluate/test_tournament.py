@@ -196,3 +196,32 @@ def test_a_learned_player_chooses_the_same_move_in_a_batch_as_alone(learned_spec
     together = player.act(states, tab, masks)
     alone = np.concatenate([player.act(states[b:b + 1], tab, masks[b:b + 1]) for b in range(len(states))])
     np.testing.assert_array_equal(together, alone)
+
+
+def test_a_learned_player_asks_its_network_only_where_there_is_a_choice(learned_spec):
+    player = make_player(learned_spec)
+    tab = compile_rules(Rules.load("classic"))
+    states, dice = new_batch(tab, 300, 5)
+    masks = np.zeros((300, 4), dtype=np.int8)
+    legal_masks(states, tab, masks)
+    moves = np.random.default_rng(1)
+    for _ in range(80):
+        choices = np.array([moves.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        step_batch(states, tab, dice, choices, np.zeros(300, dtype=np.int32), masks)
+    live = (states[:, OVER] == 0) & (masks.sum(axis=1) > 0)
+    states, masks = states[live], masks[live]
+    forced = masks.sum(axis=1) == 1
+    assert forced.any() and (~forced).any()
+
+    asked: list[int] = []
+    network_act = player.module.act
+    player.module.act = lambda obs, m, states=None: asked.append(len(m)) or network_act(obs, m, states)
+    choices = player.act(states, tab, masks)
+    player.module.act = network_act
+    assert asked == [int((~forced).sum())]
+    np.testing.assert_array_equal(choices[forced], masks[forced].argmax(axis=1))
+    # On the rows with a choice, the network's greedy answer, exactly as when it saw every row.
+    from ludo_env.observations import encode
+
+    everything = network_act(encode(player.obs, states, tab), masks)
+    np.testing.assert_array_equal(choices[~forced], everything[~forced])

@@ -1,0 +1,24 @@
+"""The project sets OpenMP's passive wait policy before torch loads, unless the user chose one."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def _policy_after(code: str, env_value: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if env_value is not None:
+        env["OMP_WAIT_POLICY"] = env_value
+    out = subprocess.run([sys.executable, "-c", code + "; import os; print(os.environ['OMP_WAIT_POLICY'])"],
+                         env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_importing_the_agents_or_the_commands_sets_a_passive_wait_before_torch():
+    assert _policy_after("import policies, sys; assert 'torch' not in sys.modules", None) == "PASSIVE"
+    assert _policy_after("import launch.cli, sys; assert 'torch' not in sys.modules", None) == "PASSIVE"
+
+
+def test_a_wait_policy_the_user_set_is_kept():
+    assert _policy_after("import policies", "ACTIVE") == "ACTIVE"
