@@ -18,6 +18,17 @@ and numba to one thread (NUMBA_NUM_THREADS=1, set before numba loads).
 Everything is compiled before timing. Each row is timed `--repeats` times,
 interleaved, and medians are reported. Target: at least 10,000 games/s for
 hybrid against three random bots (the fast row).
+
+Learned policies (first, on every core, before the pinning): each shipped
+policy (`benchmarks/policies/`, `token_set` networks from the default
+`+exp=ppo_selfplay` and `+exp=dqn_selfplay` runs, or `--policy name=<folder>`)
+against three `random` through `play_tournament(["ckpt:<folder>", "random",
+"random", "random"])` with ratings, as `launch/evaluate.py` plays it, at
+`--policy-games` (2,000, 10,000 and 50,000) games, `--policy-repeats` times
+each. Targets: at least 5,000 games/s, and games/s at the largest size
+within 20% of the smallest (cost per game flat in the number of games).
+
+    python benchmarks/evaluate.py --policy-games 2000,10000,50000 --policy-repeats 3
 """
 from __future__ import annotations
 
@@ -26,6 +37,7 @@ import json
 import os
 import statistics
 import time
+from pathlib import Path
 
 os.environ["NUMBA_NUM_THREADS"] = "1"
 
@@ -35,6 +47,9 @@ from policies.tournament import play_tournament  # noqa: E402
 
 PLAYERS = ["hybrid", "random", "random", "random"]
 TARGET_GAMES_PER_S = 10_000
+SHIPPED_POLICIES = Path(__file__).resolve().parent / "policies"
+POLICY_TARGET_GAMES_PER_S = 5_000
+POLICY_SCALING_TOLERANCE = 0.20
 
 
 def time_engine(games: int, seed: int) -> float:
@@ -59,14 +74,82 @@ ROWS = {
 }
 
 
+def policy_folders(specs: list[str]) -> dict[str, str]:
+    if not specs:
+        return {p.name: str(p) for p in sorted(SHIPPED_POLICIES.iterdir()) if p.is_dir()}
+    folders = {}
+    for spec in specs:
+        name, eq, folder = spec.partition("=")
+        if not eq or not Path(folder).is_dir():
+            raise SystemExit(f"--policy {spec!r} is not NAME=<policy folder>")
+        folders[name] = folder
+    return folders
+
+
+def time_policies(args: argparse.Namespace) -> dict:
+    """Games/s of each learned policy against 3 random, per tournament size: the scaling rows."""
+    import torch
+
+    from policies.players import make_player
+
+    sizes = [int(g) for g in args.policy_games.split(",")]
+    rows = {}
+    for name, folder in policy_folders(args.policy).items():
+        player = make_player(f"ckpt:{folder}")  # loaded once: the rows time play, not loading
+        play_tournament([player, "random", "random", "random"], 64, "classic", 0)  # compile
+        runs: dict[int, list[float]] = {g: [] for g in sizes}
+        for r in range(args.policy_repeats):
+            for games in sizes:
+                start = time.perf_counter()
+                play_tournament([player, "random", "random", "random"], games, "classic", 100 + r)
+                runs[games].append(games / (time.perf_counter() - start))
+        medians = {g: statistics.median(v) for g, v in runs.items()}
+        rows[name] = {
+            "folder": folder,
+            "obs": player.obs,
+            "games_per_s": medians,
+            "runs": runs,
+            "largest_vs_smallest": medians[sizes[-1]] / medians[sizes[0]],
+        }
+    return {
+        "torch_threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "sizes": sizes,
+        "repeats": args.policy_repeats,
+        "rows": rows,
+        "target_games_per_s": POLICY_TARGET_GAMES_PER_S,
+        "scaling_tolerance": POLICY_SCALING_TOLERANCE,
+    }
+
+
+def print_policies(result: dict) -> None:
+    sizes = result["sizes"]
+    print(f"\nlearned policy vs 3 random, rated, every core (torch threads {result['torch_threads']}), "
+          f"medians of {result['repeats']} runs")
+    print(f"{'policy':<28}" + "".join(f"{f'{g:,} games':>14}" for g in sizes) + f"{'largest/smallest':>18}")
+    for name, row in result["rows"].items():
+        cells = "".join(f"{row['games_per_s'][g]:>14,.0f}" for g in sizes)
+        print(f"{name + ' (' + str(row['obs']) + ')':<28}{cells}{row['largest_vs_smallest']:>18.2f}")
+        best = max(row["games_per_s"].values())
+        flat = row["largest_vs_smallest"] >= 1 - result["scaling_tolerance"]
+        print(f"  target {result['target_games_per_s']:,} games/s: {'met' if best >= result['target_games_per_s'] else 'NOT met'}"
+              f"; flat within {result['scaling_tolerance']:.0%}: {'met' if flat else 'NOT met'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=20_000, help="games per timed call")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per row; medians are reported")
     parser.add_argument("--core", type=int, default=0, help="CPU core to pin to")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--policy", action="append", default=[], metavar="NAME=FOLDER",
+                        help="a learned policy to time (default: every folder in benchmarks/policies)")
+    parser.add_argument("--policy-games", default="2000,10000,50000", help="tournament sizes for the policy rows")
+    parser.add_argument("--policy-repeats", type=int, default=3, help="timed runs per policy row")
+    parser.add_argument("--no-policies", action="store_true", help="bots and engine only")
     args = parser.parse_args()
 
+    policy_result = None if args.no_policies else time_policies(args)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.core})
     for _, run in ROWS.values():
@@ -89,6 +172,7 @@ def main() -> None:
         "fast_vs_engine": medians["fast"] / medians["engine"],
         "target_games_per_s": TARGET_GAMES_PER_S,
         "target_met": medians["fast"] >= TARGET_GAMES_PER_S,
+        "policies": policy_result,
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -101,6 +185,8 @@ def main() -> None:
     verdict = "met" if result["target_met"] else "NOT met"
     print(f"fast path at {result['fast_vs_engine']:.0%} of the engine's random-game speed; "
           f"target {TARGET_GAMES_PER_S:,} games/s: {verdict}")
+    if policy_result is not None:
+        print_policies(policy_result)
 
 
 if __name__ == "__main__":
