@@ -32,7 +32,7 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from launch.cli import UserError, check_variant_overrides, compose, fail
+from launch.cli import UserError, check_hydra_outputs, check_output, check_variant_overrides, compose, fail, write_text
 
 
 
@@ -70,7 +70,7 @@ def check_overrides(argv: list[str]) -> None:
     if any(arg.startswith("-") for arg in argv):
         return  # --help, --cfg, --multirun ...: Hydra's own business
     check_variant_overrides(argv, players_from="the length of players")
-    compose("evaluate", argv, return_hydra_config=True)
+    check_hydra_outputs(compose("evaluate", argv, return_hydra_config=True), ("out", "record"))
 
 
 def evaluate(cfg: EvaluateConfig) -> Path:
@@ -78,6 +78,9 @@ def evaluate(cfg: EvaluateConfig) -> Path:
     from policies.players import PlayerError, PlayerSpecError
     from policies.tournament import TournamentError, play_tournament
 
+    out = check_output(cfg.out or "evaluate.json", "out")  # before the tournament, not after it
+    if cfg.record:
+        check_output(cfg.record, "record")
     try:
         if not cfg.players:
             raise UserError("players=[] is not allowed: list one player spec per seat")
@@ -96,10 +99,13 @@ def evaluate(cfg: EvaluateConfig) -> Path:
         )
     except (RulesError, PlayerSpecError, PlayerError, TournamentError) as err:
         raise UserError(str(err)) from None
+    except OSError as err:  # the only file a tournament writes is the record file
+        raise UserError(f"record={cfg.record}: cannot write there ({err.strerror or err})") from None
     print(result.table())
-    out = Path(cfg.out or "evaluate.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(result.to_json() + "\n")
+    try:
+        write_text(out, result.to_json() + "\n")
+    except OSError as err:
+        raise UserError(f"out={out}: cannot write the report there ({err.strerror or err})") from None
     print(f"report: {out}")
     if cfg.record:
         print(f"records: {cfg.record} (decisions of entry {cfg.record_player}, {cfg.players[cfg.record_player]}, "

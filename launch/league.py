@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import UserError, fail, one_line  # noqa: E402
+from launch.cli import UserError, check_output, fail, one_line  # noqa: E402
 
 DEFAULT_LEAGUE = Path("outputs/league/league.db")
 COMMANDS = {
@@ -128,7 +128,7 @@ def main(argv: list[str]) -> None:
     from policies.checkpoints import PolicyFileError, find_policy
     from policies.league.league import LOOKAHEAD_PREFIXES
     from policies.players import make_player
-    from policies.league.store import LeagueStore, LeagueStoreError
+    from policies.league.store import DB_NAME, LeagueStore, LeagueStoreError
 
     try:
         # Every option and source is checked before the database is opened or anything is played.
@@ -141,6 +141,8 @@ def main(argv: list[str]) -> None:
             return
         if "name" in options and len(sources) > 1:
             raise UserError("name= names a single source: add one at a time to name each")
+        league_path = Path(options.get("league", DEFAULT_LEAGUE))
+        check_output(league_path / DB_NAME if league_path.is_dir() else league_path, "league")
         for source in sources:
             if source.startswith(LOOKAHEAD_PREFIXES):
                 make_player(source)  # its options too, not only its policy

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launch.cli import write_text  # noqa: F401  (atomic; launch.runs.write_text for its users)
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 RUN_STATE = "run_state.json"
@@ -146,17 +147,6 @@ class RunDir:
 
     def algorithm_of(self, checkpoint: Path) -> Path:
         return checkpoint / ALGORITHM_DIR
-
-
-def write_text(path: Path, text: str) -> None:
-    """Replace `path` atomically: a partial file is never seen under its name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, data: Any) -> None:

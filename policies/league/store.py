@@ -163,6 +163,7 @@ class LeagueStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
+            _check_integrity(db, path)
             store = cls(db, path)
             with store.transaction():
                 for statement in _SCHEMA.strip().split(";"):
@@ -189,6 +190,10 @@ class LeagueStore:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
             db.row_factory = sqlite3.Row
             version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            _check_integrity(db, path)
+        except LeagueStoreError:
+            db.close()
+            raise
         except sqlite3.DatabaseError as err:
             db.close()
             raise LeagueStoreError(f"{path}: not a league database ({err})") from None
@@ -357,6 +362,17 @@ class LeagueStore:
             " FROM ratings r JOIN members m ON m.id = r.member_id ORDER BY r.id"
         ).fetchall()
         return [dict(r) for r in rows]
+
+
+def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
+    """A file that opens can still have pages that fail later, mid-round or mid-page: refuse it at the door."""
+    try:
+        problems = [row[0] for row in db.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as err:
+        problems = [str(err)]
+    if problems != ["ok"]:
+        raise LeagueStoreError(f"{path}: the league database is damaged (integrity_check: {problems[0]}); "
+                               "restore it from a copy or start a new league")
 
 
 def _member(row: sqlite3.Row) -> Member:
