@@ -68,7 +68,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import UserError, check_variant_overrides, compose, fail
+from launch.cli import UserError, check_output, check_variant_overrides, compose, fail
 
 # numba's coloured error messages start colorama, which writes a colour reset to a terminal at exit: with
 # NO_COLOR, or after the game's last line, that is output nobody asked for. Read when numba is imported.
@@ -120,6 +120,8 @@ def parse_args(argv: list[str]) -> PlayConfig:
     players = 1 + len(cfg.opponents)
     if not 0 <= cfg.seat < players:
         raise UserError(f"seat={cfg.seat} is not a seat of a {players}-player game: choose 0..{players - 1}")
+    if cfg.record:
+        check_output(cfg.record, "record")  # before the first move, not at it
     return cfg
 
 
@@ -428,11 +430,16 @@ def main(argv: list[str]) -> int:
 
     try:
         table = make_table(parse_args(argv))
-        table.play()
+        try:
+            table.play()
+        except OSError as err:  # the record file, writable at the start, failed mid-game (a full disk)
+            raise UserError(f"record={table.cfg.record}: cannot write your move there ({err.strerror or err}); "
+                            "the game is abandoned") from None
     except UserError as err:
         fail(err)
     except PlayerError as err:  # an opponent's own code answered wrongly
         fail(err)
+
     except Quit as why:
         print(f"{why}: game abandoned", file=sys.stderr)
         return 0

@@ -38,7 +38,7 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from launch.cli import UserError, compose, fail, one_line  # noqa: E402
+from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line  # noqa: E402
 from launch.runs import RunDir, RunState, merge_overrides, write_json  # noqa: E402
 from launch.schema import RLLIB_ALGOS, TrainConfig, check  # noqa: E402
 
@@ -580,7 +580,8 @@ if __name__ == "__main__":
     try:
         argv = resume_argv(sys.argv[1:])
         if not any(a.startswith("-") for a in argv):
-            compose("config", argv, return_hydra_config=True)  # a bad override: one line, not Hydra's page
+            # a bad override: one line, not Hydra's page; a run folder that cannot be written: before Hydra makes it
+            check_hydra_outputs(compose("config", argv, return_hydra_config=True))
         sys.argv = sys.argv[:1] + argv
         main()
     except UserError as err:
