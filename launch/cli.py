@@ -43,6 +43,43 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
         raise UserError(one_line(err)) from None
 
 
+INT64_MAX = 2**63 - 1
+"""The largest integer setting numpy and numba take (seeds are 64-bit: larger ones would only wrap around)."""
+MAX_GAMES = 10_000_000
+"""Games one command holds at once: a tournament keeps a row per game (about 100 bytes); play more with seeds."""
+MAX_PLIES = 2**31 - 1
+"""Die rolls of one game: move counters are 32-bit."""
+
+
+def check_integers(config, ranges: dict[str, tuple[int, int]] | None = None, prefix: str = "") -> None:
+    """Every integer setting of `config` (a dataclass, nested ones and lists included, or a mapping) within its
+    range: ``ranges[key]`` where given, else 0..`INT64_MAX` for seeds and a 64-bit integer for the rest.
+    `UserError` of one line naming the first key out of range."""
+    import dataclasses
+
+    ranges = ranges or {}
+    if dataclasses.is_dataclass(config):
+        items = [(f.name, getattr(config, f.name)) for f in dataclasses.fields(config)]
+    elif isinstance(config, dict):
+        items = [(str(k), v) for k, v in config.items()]
+    else:
+        return
+    for name, value in items:
+        key = f"{prefix}{name}"
+        values = list(enumerate(value)) if isinstance(value, (list, tuple)) else [(None, value)]
+        for index, item in values:
+            if isinstance(item, bool):
+                continue
+            if isinstance(item, int):
+                default = (0, INT64_MAX) if name == "seed" else (-INT64_MAX - 1, INT64_MAX)
+                low, high = ranges.get(key, default)
+                if not low <= item <= high:
+                    shown = key if index is None else f"{key}[{index}]"
+                    raise UserError(f"{shown}={item} is not allowed: give an integer in [{low}, {high}]")
+            elif dataclasses.is_dataclass(item) or isinstance(item, dict):
+                check_integers(item, ranges, f"{key}.")
+
+
 def parse_port(value) -> int:
     """A TCP port from a ``port=`` option (0 lets the system pick one); `UserError` otherwise."""
     try:

@@ -32,7 +32,8 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from launch.cli import UserError, check_hydra_outputs, check_output, check_variant_overrides, compose, fail, write_text
+from launch.cli import (MAX_GAMES, MAX_PLIES, UserError, check_hydra_outputs, check_integers, check_output,
+                        check_variant_overrides, compose, fail, write_text)
 
 
 
@@ -78,6 +79,8 @@ def evaluate(cfg: EvaluateConfig) -> Path:
     from policies.players import PlayerError, PlayerSpecError
     from policies.tournament import TournamentError, play_tournament
 
+    check_integers(cfg, {"games": (1, MAX_GAMES), "chunk": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES),
+                         "record_player": (0, max(0, len(cfg.players) - 1))})
     out = check_output(cfg.out or "evaluate.json", "out")  # before the tournament, not after it
     if cfg.record:
         check_output(cfg.record, "record")

@@ -92,7 +92,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import MIN_FREE_BYTES, UserError, check_output, compose, fail
+from launch.cli import MAX_GAMES, MIN_FREE_BYTES, UserError, check_integers, check_output, compose, fail
 
 EXPORT_FORMAT = "ludo-league-export/1"
 FORMATS = ("torchscript", "onnx")
@@ -140,6 +140,7 @@ def _space_needed(ckpt: Path) -> int:
 def parse_args(argv: list[str]) -> ExportConfig:
     """The config from key=value arguments; every problem a `UserError` of one line, before torch is imported."""
     cfg: ExportConfig = OmegaConf.to_object(compose("export", argv))  # type: ignore[assignment]
+    check_integers(cfg, {"check": (0, MAX_GAMES)})
     if not cfg.ckpt:
         raise UserError("ckpt=<path> is required: a training run folder, a checkpoint folder or a policy folder")
     if not Path(cfg.ckpt).exists():

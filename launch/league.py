@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import UserError, check_output, fail, one_line  # noqa: E402
+from launch.cli import INT64_MAX, MAX_GAMES, UserError, check_integers, check_output, fail, one_line  # noqa: E402
 
 DEFAULT_LEAGUE = Path("outputs/league/league.db")
 COMMANDS = {
@@ -67,13 +67,12 @@ def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
     return command, sources, options
 
 
-def integer(options: dict[str, str], key: str, default: int, low: int = 0) -> int:
+def integer(options: dict[str, str], key: str, default: int, low: int = 0, high: int = INT64_MAX) -> int:
     try:
         value = int(options.get(key, default))
     except ValueError:
-        raise UserError(f"{key}={options[key]!r} is not allowed: give an integer >= {low}") from None
-    if value < low:
-        raise UserError(f"{key}={value} is not allowed: give an integer >= {low}")
+        raise UserError(f"{key}={options[key]!r} is not allowed: give an integer in [{low}, {high}]") from None
+    check_integers({key: value}, {key: (low, high)})
     return value
 
 
@@ -133,8 +132,8 @@ def main(argv: list[str]) -> None:
     try:
         # Every option and source is checked before the database is opened or anything is played.
         seed = integer(options, "seed", 0)
-        games = integer(options, "games", 2000, low=1)
-        panel_games = integer(options, "panel_games", 1000, low=1)
+        games = integer(options, "games", 2000, low=1, high=MAX_GAMES)
+        panel_games = integer(options, "panel_games", 1000, low=1, high=MAX_GAMES)
         if command == "show":
             with LeagueStore.open(options.get("league", DEFAULT_LEAGUE), create=False, read_only=True) as store:
                 print(standings(store))

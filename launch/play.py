@@ -68,7 +68,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import UserError, check_output, check_variant_overrides, compose, fail
+from launch.cli import UserError, check_integers, check_output, check_variant_overrides, compose, fail
 
 # numba's coloured error messages start colorama, which writes a colour reset to a terminal at exit: with
 # NO_COLOR, or after the game's last line, that is output nobody asked for. Read when numba is imported.
@@ -111,6 +111,7 @@ def parse_args(argv: list[str]) -> PlayConfig:
     """The config from key=value arguments; every problem a `UserError` of one line."""
     check_variant_overrides(argv, players_from="1 + the number of opponents")
     cfg: PlayConfig = OmegaConf.to_object(compose("play", argv))  # type: ignore[assignment]
+    check_integers(cfg)
     if not cfg.opponents:
         raise UserError("opponents=[] is not allowed: list at least one player spec, e.g. opponents=[hybrid]")
     if cfg.delay < 0:

@@ -17,6 +17,7 @@ import yaml
 
 from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.layout import OVER, PLACES
+from launch.cli import MAX_GAMES, MAX_PLIES, UserError, check_integers
 from ludo_env.rules import Rules, RulesError
 
 RUN_KEYS = {"variant": "classic", "games": 10_000, "seed": 0, "max_plies": 10_000}
@@ -34,6 +35,10 @@ def parse(argv: list[str]) -> tuple[dict, dict]:
         lowest = 0 if key == "seed" else 1
         if not isinstance(run[key], int) or isinstance(run[key], bool) or run[key] < lowest:
             raise RulesError(f"{key}={run[key]!r} is not allowed: give an integer >= {lowest}")
+    try:
+        check_integers(run, {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES)})
+    except UserError as err:
+        raise RulesError(str(err)) from None
     return run, overrides
 
 
