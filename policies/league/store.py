@@ -302,6 +302,19 @@ class LeagueStore:
         """Out of the league (and its slot); its row, matches and ratings stay."""
         self.update_member(member_id, active=0, evicted_at=time.time(), slot=None)
 
+    def remove(self, member_id: int) -> bool:
+        """A member out of the league: its row deleted when it never played a rated game (a mistaken add), else
+        evicted, so the matches and ratings of the others keep it. True when the row was deleted."""
+        with self.transaction():
+            played = self.db.execute(
+                "SELECT 1 FROM ratings WHERE member_id = ? UNION ALL SELECT 1 FROM matches, json_each(matches.seats)"
+                " WHERE json_each.value = ? LIMIT 1", (member_id, member_id)).fetchone()
+            if played:
+                self.evict(member_id)
+                return False
+            self.db.execute("DELETE FROM members WHERE id = ?", (member_id,))
+            return True
+
     # ------------------------------------------------------------------ rounds and matches
     def add_round(self, label: str, variant: str, iteration: int | None = None,
                   env_steps: int | None = None) -> int:
