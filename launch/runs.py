@@ -142,6 +142,22 @@ class RunDir:
             if len(kept) < len(rows):
                 write_text(file, "".join(f"{line}\n" for line in kept))
 
+    def check_algorithm_state(self, checkpoint: Path) -> None:
+        """Every pickle of the checkpoint's RLlib state reads back (a truncated or overwritten
+        ``module_state.pkl`` or ``algorithm_state.pkl``); `ValueError` naming the first that does not."""
+        import pickle
+
+        folder = self.algorithm_of(checkpoint)
+        if not (folder / "rllib_checkpoint.json").is_file():
+            raise ValueError("its algorithm/ folder is incomplete")
+        for file in sorted(folder.rglob("*.pkl")):
+            try:
+                with open(file, "rb") as f:
+                    pickle.load(f)
+            except Exception as err:  # any way a pickle fails: truncated, garbage, a class that is gone
+                raise ValueError(f"{file.relative_to(checkpoint)} does not load: "
+                                 f"{type(err).__name__}: {str(err)[:80]}") from None
+
     def policy_of(self, checkpoint: Path) -> Path:
         return checkpoint / POLICY_DIR
 

@@ -182,8 +182,7 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
         return RunState(), None
 
     def check(checkpoint: Path, state: RunState) -> None:
-        if not (run.algorithm_of(checkpoint) / "rllib_checkpoint.json").is_file():
-            raise ValueError("its algorithm/ folder is incomplete")
+        run.check_algorithm_state(checkpoint)  # before Ray starts: a damaged pickle falls back to the one before
         if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
             raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
                             f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
