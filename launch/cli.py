@@ -6,6 +6,9 @@ import sys
 from pathlib import Path
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+RAY_DEPRECATIONS = "ray._common.deprecation"
+"""The logger of Ray's deprecation warnings: loading a ckpt: player, RLlib warns that its own catalog code uses a
+constructor it deprecates; commands quiet it."""
 
 
 class UserError(Exception):

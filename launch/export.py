@@ -92,7 +92,16 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import MAX_GAMES, MIN_FREE_BYTES, UserError, check_integers, check_output, compose, fail
+from launch.cli import (
+    MAX_GAMES,
+    MIN_FREE_BYTES,
+    RAY_DEPRECATIONS,
+    UserError,
+    check_integers,
+    check_output,
+    compose,
+    fail,
+)
 
 EXPORT_FORMAT = "ludo-league-export/1"
 FORMATS = ("torchscript", "onnx")
@@ -101,7 +110,6 @@ OBS_INPUT, MASK_INPUT, SCORES_OUTPUT = "observations", "action_mask", "scores"
 ACTIONS = 4
 ONNX_MASK_DTYPE = "int8"  # the env's own mask dtype (gymnasium's), the smallest ONNX Runtime takes everywhere
 TORCHSCRIPT_MASK_DTYPES = ("int8", "bool", "int32", "int64", "float32")
-RAY_DEPRECATIONS = "ray._common.deprecation"  # the logger of Ray's deprecation warnings
 
 
 @dataclass

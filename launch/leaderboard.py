@@ -36,7 +36,6 @@ port, an unwritable output) prints one line to stderr and exits with status 2.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from http import HTTPStatus
@@ -96,13 +95,14 @@ class Board:
 
         path = Path(league)
         self.db_path = path / DB_NAME if path.is_dir() else path
+        # before the database is opened: a reader of a WAL database leaves its -wal and -shm files
+        self.out = check_output(Path(out) if out else self.db_path.parent / PAGE_NAME, "out")
         try:
             # a wrong path fails here, as one line
             LeagueStore.open(self.db_path, create=False, read_only=True).close()
         except LeagueStoreError as err:
             raise UserError(str(err)) from None
         self.metrics_path = self.db_path.parent / METRICS_NAME
-        self.out = check_output(Path(out) if out else self.db_path.parent / PAGE_NAME, "out")
         run = self.db_path.parent.name if self.db_path.name == DB_NAME else self.db_path.stem
         self.title = f"League leaderboard: {run}"
 

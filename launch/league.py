@@ -40,6 +40,7 @@ few members) print one line and exit with status 2.
 """
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -47,7 +48,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import INT64_MAX, MAX_GAMES, UserError, check_integers, check_output, fail, one_line  # noqa: E402
+from launch.cli import (
+    INT64_MAX,
+    MAX_GAMES,
+    RAY_DEPRECATIONS,
+    UserError,
+    check_integers,
+    check_output,
+    fail,
+    one_line,
+)
 
 DEFAULT_LEAGUE = Path("outputs/league/league.db")
 COMMANDS = {
@@ -173,10 +183,11 @@ def unloadable(league, members) -> set[int]:
 
 def main(argv: list[str]) -> None:
     command, sources, options = parse(argv)
+    logging.getLogger(RAY_DEPRECATIONS).setLevel(logging.ERROR)  # RLlib's notes about its own code, per ckpt: loaded
     from policies.checkpoints import PolicyFileError
     from policies.league.league import normalized_external
-    from policies.players import make_player
     from policies.league.store import DB_NAME, LeagueStore, LeagueStoreError
+    from policies.players import make_player
 
     try:
         # Every option and source is checked before the database is opened or anything is played.

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launch.cli import write_text  # noqa: F401  (atomic; launch.runs.write_text for its users)
+from launch.cli import write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 RUN_STATE = "run_state.json"
@@ -56,7 +56,7 @@ class RunState:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunState":
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
         return cls(**data)
 
 

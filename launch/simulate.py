@@ -15,9 +15,9 @@ import time
 
 import yaml
 
+from launch.cli import MAX_GAMES, MAX_PLIES, UserError, check_integers
 from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.layout import OVER, PLACES
-from launch.cli import MAX_GAMES, MAX_PLIES, UserError, check_integers
 from ludo_env.rules import Rules, RulesError
 
 RUN_KEYS = {"variant": "classic", "games": 10_000, "seed": 0, "max_plies": 10_000}

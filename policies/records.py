@@ -85,8 +85,15 @@ class RecordWriter:
                                      "state": state, "die": state[DIE], "legal": mask, "chosen": token}) + "\n")
         if not lines:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         existed = self.path.exists()
+        try:
+            self._append(lines, existed)
+        except OSError as err:
+            raise RecordError(f"record file '{self.path}' cannot be written: {err.strerror or err}") from None
+        self.count += len(lines)
+
+    def _append(self, lines: list[str], existed: bool) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab", buffering=0) as f:  # unbuffered: nothing left to flush after a failure
             start = f.seek(0, os.SEEK_END)
             data = memoryview("".join(lines).encode())
@@ -99,7 +106,6 @@ class RecordWriter:
                 if not existed and start == 0:
                     self.path.unlink(missing_ok=True)
                 raise
-        self.count += len(lines)
 
 
 @dataclass
