@@ -39,7 +39,8 @@ import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line  # noqa: E402
-from launch.runs import RunDir, RunState, merge_overrides, write_json  # noqa: E402
+from launch.runs import (  # noqa: E402
+    RunDir, RunState, merge_overrides, record_ray_session, stop_leftovers, write_json)
 from launch.schema import RLLIB_ALGOS, TrainConfig, check  # noqa: E402
 
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
@@ -70,6 +71,10 @@ def train(dict_cfg: DictConfig) -> None:
         return
     run = RunDir(cfg.run_dir)
     state, resume_from = find_resume_point(cfg, run)
+    stopped = stop_leftovers(run)  # a killed driver's Ray agents and wandb service must not compete with this one
+    if stopped:
+        print(f"note: stopped {len(stopped)} processes a killed earlier start of this run left running "
+              f"(pids {', '.join(map(str, stopped))})", file=sys.stderr, flush=True)
     if resume_from is None:
         from hydra.core.hydra_config import HydraConfig
 
@@ -97,6 +102,7 @@ def train(dict_cfg: DictConfig) -> None:
     algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
     ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
              configure_logging=True, log_to_driver=False)
+    record_ray_session(run, ray._private.worker._global_node.get_session_dir_path())  # for stop_leftovers
     build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
     algo = algo_config.build_algo()
     if resume_from is not None:

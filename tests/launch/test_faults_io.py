@@ -309,3 +309,39 @@ def test_play_leaves_out_a_member_whose_files_have_gone(tmp_path):
     warnings = [line for line in played.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "gone sits this round out" in warnings[0]
     assert "2 members" in played.stderr
+
+
+# ------------------------------------------------------------------ 7. processes a killed driver left behind
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
+def test_a_restart_stops_what_a_killed_driver_of_the_run_left_running(tmp_path):
+    import json
+
+    from launch.runs import RAY_SESSION, RunDir, _proc_start, stop_leftovers
+
+    session = tmp_path / "ray" / "session_x"
+    (session / "logs").mkdir(parents=True)
+    (tmp_path / "run" / "wandb").mkdir(parents=True)
+    hold = "import sys, time; f = open(sys.argv[1], 'a'); print('ready', flush=True); time.sleep(120)"
+    agent = subprocess.Popen([sys.executable, "-c", hold, str(session / "logs" / "dashboard_agent.log")],
+                             stdout=subprocess.PIPE, text=True)
+    wandb = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / "run" / "wandb" / "run.wandb")],
+                             stdout=subprocess.PIPE, text=True)
+    bystander = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / "elsewhere.log")],
+                                 stdout=subprocess.PIPE, text=True)
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        for process in (agent, wandb, bystander):
+            assert process.stdout.readline().strip() == "ready"
+        run = RunDir(tmp_path / "run")
+        record = {"session_dir": str(session), "driver_pid": driver.pid, "driver_start": _proc_start(driver.pid)}
+        (run.path / RAY_SESSION).write_text(json.dumps(record))
+        assert stop_leftovers(run) == []  # the driver runs: its processes are its own
+        driver.kill()
+        driver.wait()
+        assert sorted(stop_leftovers(run)) == sorted([agent.pid, wandb.pid])
+        assert agent.wait(timeout=10) == -signal.SIGKILL and wandb.wait(timeout=10) == -signal.SIGKILL
+        assert bystander.poll() is None and not (run.path / RAY_SESSION).exists()
+    finally:
+        for process in (agent, wandb, bystander, driver):
+            process.kill()
+            process.wait()
