@@ -1,10 +1,14 @@
 """What the launch scripts share: user errors as one line, and composing the config before Hydra runs."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+RAY_DEPRECATIONS = "ray._common.deprecation"
+"""The logger of Ray's deprecation warnings: loading a ckpt: player, RLlib warns that its own catalog code uses a
+constructor it deprecates; commands quiet it."""
 
 
 class UserError(Exception):
@@ -42,6 +46,43 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
         raise UserError(one_line(err)) from None
 
 
+INT64_MAX = 2**63 - 1
+"""The largest integer setting numpy and numba take (seeds are 64-bit: larger ones would only wrap around)."""
+MAX_GAMES = 10_000_000
+"""Games one command holds at once: a tournament keeps a row per game (about 100 bytes); play more with seeds."""
+MAX_PLIES = 2**31 - 1
+"""Die rolls of one game: move counters are 32-bit."""
+
+
+def check_integers(config, ranges: dict[str, tuple[int, int]] | None = None, prefix: str = "") -> None:
+    """Every integer setting of `config` (a dataclass, nested ones and lists included, or a mapping) within its
+    range: ``ranges[key]`` where given, else 0..`INT64_MAX` for seeds and a 64-bit integer for the rest.
+    `UserError` of one line naming the first key out of range."""
+    import dataclasses
+
+    ranges = ranges or {}
+    if dataclasses.is_dataclass(config):
+        items = [(f.name, getattr(config, f.name)) for f in dataclasses.fields(config)]
+    elif isinstance(config, dict):
+        items = [(str(k), v) for k, v in config.items()]
+    else:
+        return
+    for name, value in items:
+        key = f"{prefix}{name}"
+        values = list(enumerate(value)) if isinstance(value, (list, tuple)) else [(None, value)]
+        for index, item in values:
+            if isinstance(item, bool):
+                continue
+            if isinstance(item, int):
+                default = (0, INT64_MAX) if name == "seed" else (-INT64_MAX - 1, INT64_MAX)
+                low, high = ranges.get(key, default)
+                if not low <= item <= high:
+                    shown = key if index is None else f"{key}[{index}]"
+                    raise UserError(f"{shown}={item} is not allowed: give an integer in [{low}, {high}]")
+            elif dataclasses.is_dataclass(item) or isinstance(item, dict):
+                check_integers(item, ranges, f"{key}.")
+
+
 def parse_port(value) -> int:
     """A TCP port from a ``port=`` option (0 lets the system pick one); `UserError` otherwise."""
     try:
@@ -51,6 +92,84 @@ def parse_port(value) -> int:
     if not 0 <= port <= 65535:
         raise UserError(f"port={port} is not allowed: give an integer in 0..65535")
     return port
+
+
+MIN_FREE_BYTES = 1 << 20
+"""Free space an output location must have before a command starts work that ends in writing there."""
+
+
+def check_output(path: str | Path, key: str, folder: bool = False, min_free: int = MIN_FREE_BYTES) -> Path:
+    """That a file (`folder`: files in a folder) can be written at `path`, missing folders made when it is:
+    checked before any work starts, so a tournament or a game is not played only to fail at the end.
+    `UserError` naming `key` otherwise. Nothing is left behind: the probe file is removed at once.
+    """
+    import errno
+    import shutil
+    import tempfile
+
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise UserError(f"{key}={path}: is a file, not a folder")
+    if not folder and path.is_dir():
+        raise UserError(f"{key}={path}: is a folder: give a file path")
+    if not folder and path.exists() and not path.is_file():
+        raise UserError(f"{key}={path}: is not a regular file: give a file path")
+    nearest = path if folder else path.parent
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise UserError(f"{key}={path}: {nearest} is a file, not a folder")
+    try:
+        # a real create and write: os.access cannot see a read-only mount for root, nor a folder an ACL closes
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=nearest)
+        try:
+            os.write(fd, b"\0")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+        if not folder and path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as err:
+        raise UserError(f"{key}={path}: cannot write there ({err.strerror or err})") from None
+    free = shutil.disk_usage(nearest).free
+    if free < min_free:
+        raise UserError(f"{key}={path}: the disk holding {nearest} is full ({free} bytes free): free some space "
+                        "or write elsewhere")
+    return path
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace `path` atomically: a partial file is never seen under its name, and a failed write (a full disk)
+    leaves neither it nor the temporary file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def check_hydra_outputs(cfg, file_keys: tuple[str, ...] = ()) -> None:
+    """The run folder Hydra makes (``hydra.run.dir``) and the output files `file_keys` of a composed config
+    (with its hydra node) can be written; a file set by interpolation lies in the run folder, checked already."""
+    from omegaconf import OmegaConf
+
+    try:
+        run_dir = cfg.hydra.run.dir
+    except Exception as err:  # an interpolation that does not resolve
+        raise UserError(f"hydra.run.dir: {one_line(err)}") from None
+    check_output(run_dir, "hydra.run.dir", folder=True)
+    for key in file_keys:
+        if OmegaConf.is_interpolation(cfg, key):
+            continue
+        value = OmegaConf.select(cfg, key)
+        if value:
+            check_output(value, key)
 
 
 def fail(err: BaseException) -> None:

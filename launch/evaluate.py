@@ -32,8 +32,18 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from launch.cli import UserError, check_variant_overrides, compose, fail
-
+from launch.cli import (
+    MAX_GAMES,
+    MAX_PLIES,
+    UserError,
+    check_hydra_outputs,
+    check_integers,
+    check_output,
+    check_variant_overrides,
+    compose,
+    fail,
+    write_text,
+)
 
 
 @dataclass
@@ -70,14 +80,28 @@ def check_overrides(argv: list[str]) -> None:
     if any(arg.startswith("-") for arg in argv):
         return  # --help, --cfg, --multirun ...: Hydra's own business
     check_variant_overrides(argv, players_from="the length of players")
-    compose("evaluate", argv, return_hydra_config=True)
+    cfg = compose("evaluate", argv, return_hydra_config=True)
+    settings = OmegaConf.to_container(cfg)
+    settings.pop("hydra")
+    check_integers(settings, integer_ranges(len(settings["players"])))  # before Hydra makes the run folder
+    check_hydra_outputs(cfg, ("out", "record"))
+
+
+def integer_ranges(players: int) -> dict[str, tuple[int, int]]:
+    return {"games": (1, MAX_GAMES), "chunk": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES),
+            "record_player": (0, max(0, players - 1))}
 
 
 def evaluate(cfg: EvaluateConfig) -> Path:
     from ludo_env.rules import Rules, RulesError
     from policies.players import PlayerError, PlayerSpecError
+    from policies.records import RecordError
     from policies.tournament import TournamentError, play_tournament
 
+    check_integers(cfg, integer_ranges(len(cfg.players)))
+    out = check_output(cfg.out or "evaluate.json", "out")  # before the tournament, not after it
+    if cfg.record:
+        check_output(cfg.record, "record")
     try:
         if not cfg.players:
             raise UserError("players=[] is not allowed: list one player spec per seat")
@@ -94,12 +118,13 @@ def evaluate(cfg: EvaluateConfig) -> Path:
             record=cfg.record,
             record_entry=cfg.record_player,
         )
-    except (RulesError, PlayerSpecError, PlayerError, TournamentError) as err:
+    except (RulesError, PlayerSpecError, PlayerError, TournamentError, RecordError) as err:
         raise UserError(str(err)) from None
     print(result.table())
-    out = Path(cfg.out or "evaluate.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(result.to_json() + "\n")
+    try:
+        write_text(out, result.to_json() + "\n")
+    except OSError as err:
+        raise UserError(f"out={out}: cannot write the report there ({err.strerror or err})") from None
     print(f"report: {out}")
     if cfg.record:
         print(f"records: {cfg.record} (decisions of entry {cfg.record_player}, {cfg.players[cfg.record_player]}, "

@@ -77,6 +77,7 @@ moves were checked on (all agreed) and their seed.
 """
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -91,7 +92,16 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import UserError, compose, fail
+from launch.cli import (
+    MAX_GAMES,
+    MIN_FREE_BYTES,
+    RAY_DEPRECATIONS,
+    UserError,
+    check_integers,
+    check_output,
+    compose,
+    fail,
+)
 
 EXPORT_FORMAT = "ludo-league-export/1"
 FORMATS = ("torchscript", "onnx")
@@ -100,7 +110,6 @@ OBS_INPUT, MASK_INPUT, SCORES_OUTPUT = "observations", "action_mask", "scores"
 ACTIONS = 4
 ONNX_MASK_DTYPE = "int8"  # the env's own mask dtype (gymnasium's), the smallest ONNX Runtime takes everywhere
 TORCHSCRIPT_MASK_DTYPES = ("int8", "bool", "int32", "int64", "float32")
-RAY_DEPRECATIONS = "ray._common.deprecation"  # the logger of Ray's deprecation warnings
 
 
 @dataclass
@@ -129,9 +138,17 @@ def sidecar_path(out: str | Path) -> Path:
 
 
 # ------------------------------------------------------------------ arguments
+def _space_needed(ckpt: Path) -> int:
+    """Free bytes the export needs beside `out`: the model and its check copy are about the size of the policy's
+    weights each, plus the metadata."""
+    weights = ckpt.rglob("weights.pt") if ckpt.is_dir() else ()
+    return MIN_FREE_BYTES + 2 * max((w.stat().st_size for w in weights), default=0)
+
+
 def parse_args(argv: list[str]) -> ExportConfig:
     """The config from key=value arguments; every problem a `UserError` of one line, before torch is imported."""
     cfg: ExportConfig = OmegaConf.to_object(compose("export", argv))  # type: ignore[assignment]
+    check_integers(cfg, {"check": (0, MAX_GAMES)})
     if not cfg.ckpt:
         raise UserError("ckpt=<path> is required: a training run folder, a checkpoint folder or a policy folder")
     if not Path(cfg.ckpt).exists():
@@ -141,6 +158,7 @@ def parse_args(argv: list[str]) -> ExportConfig:
     out = Path(cfg.out)
     if out.is_dir():
         raise UserError(f"out '{out}' is a folder: give a file name, e.g. out={out / 'agent.onnx'}")
+    check_output(out, "out", min_free=_space_needed(Path(cfg.ckpt)))
     implied = SUFFIX_FORMATS.get(out.suffix.lower())
     if cfg.format is None:
         if implied is None:
@@ -217,7 +235,11 @@ def write_torchscript(wrapper, obs_dim: int, path: Path) -> dict[str, Any]:
         # still loads in libtorch and torch.jit.load, and export_policy's check catches a trace that froze too much.
         warnings.simplefilter("ignore")
         traced = torch.jit.trace(wrapper, _example_inputs(obs_dim))
-        traced.save(str(path))
+        # Saved to memory, written by Python: a failed write (a full disk) in torch's C++ writer aborts the
+        # process, past every cleanup; here it is an OSError.
+        buffer = io.BytesIO()
+        torch.jit.save(traced, buffer)
+        path.write_bytes(buffer.getvalue())
     return {"format": "torchscript", "torch": torch.__version__}
 
 

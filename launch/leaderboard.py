@@ -36,7 +36,6 @@ port, an unwritable output) prints one line to stderr and exits with status 2.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from http import HTTPStatus
@@ -44,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, fail, parse_port
+from launch.cli import UserError, check_output, fail, parse_port, write_text
 
 HOST = "127.0.0.1"  # the page shows run details: never offered beyond this machine
 DEFAULT_PORT = 8765
@@ -96,13 +95,14 @@ class Board:
 
         path = Path(league)
         self.db_path = path / DB_NAME if path.is_dir() else path
+        # before the database is opened: a reader of a WAL database leaves its -wal and -shm files
+        self.out = check_output(Path(out) if out else self.db_path.parent / PAGE_NAME, "out")
         try:
             # a wrong path fails here, as one line
             LeagueStore.open(self.db_path, create=False, read_only=True).close()
         except LeagueStoreError as err:
             raise UserError(str(err)) from None
         self.metrics_path = self.db_path.parent / METRICS_NAME
-        self.out = Path(out) if out else self.db_path.parent / PAGE_NAME
         run = self.db_path.parent.name if self.db_path.name == DB_NAME else self.db_path.stem
         self.title = f"League leaderboard: {run}"
 
@@ -116,19 +116,10 @@ class Board:
 
     def write(self) -> Path:
         page = self.render()
-        # beside the target, so the rename stays on one file system; a plain open keeps the umask's mode
-        tmp = self.out.with_name(f".{self.out.name}.{os.getpid()}.tmp")
         try:
-            self.out.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(page)
-            os.replace(tmp, self.out)
+            write_text(self.out, page)  # a temporary file beside the target, then a rename
         except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise UserError(f"out={self.out}: cannot write the page there ({err.strerror})") from None
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+            raise UserError(f"out={self.out}: cannot write the page there ({err.strerror or err})") from None
         return self.out
 
 

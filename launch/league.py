@@ -3,6 +3,7 @@
     python launch/league.py add outputs/train/<dqn run> outputs/train/<ppo run> [league=<db>] [name=<name>]
     python launch/league.py play games=2000 [league=<db>] [variant=classic] [players=4] [seed=0]
     python launch/league.py show [league=<db>]
+    python launch/league.py remove <member> ... [league=<db>]
     python launch/leaderboard.py league=<db>          # the dashboard of the same database
 
 ``league`` is a league database (`policies.league.store`) or a folder that
@@ -23,13 +24,23 @@ among the league's active members: every set of ``players`` members (a round
 robin) when ``games`` allows each set a game per seat, else as many
 distinct sets as fit, drawn with ``seed``. Seats rotate within each set.
 Every game and the new openskill ratings are stored in one transaction,
-then the standings are printed.
+then the standings are printed. A member whose policy no longer loads (its
+files moved or deleted) sits the round out, with a warning.
+
+``add`` loads every source before it writes anything and adds them all in
+one transaction: a source that does not load leaves the league as it was.
+
+``remove`` takes members by name (as ``show`` prints them) out of the
+league: one that never played a rated game is deleted; one that did is
+evicted, so its games stay in the others' history. A training run's main
+and snapshots are the run's to manage and are refused.
 
 Errors a user can fix (a path with no policy, an unknown option or bot, too
 few members) print one line and exit with status 2.
 """
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -37,24 +48,37 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import UserError, fail, one_line  # noqa: E402
+from launch.cli import (
+    INT64_MAX,
+    MAX_GAMES,
+    RAY_DEPRECATIONS,
+    UserError,
+    check_integers,
+    check_output,
+    fail,
+    one_line,
+)
 
 DEFAULT_LEAGUE = Path("outputs/league/league.db")
 COMMANDS = {
     "add": {"league", "name", "panel_games", "variant", "players", "seed"},
     "play": {"league", "games", "variant", "players", "seed", "bots"},
     "show": {"league"},
+    "remove": {"league"},
 }
-USAGE = "usage: python launch/league.py {add <run or ckpt:path> ...|play games=N|show} [league=<db>] [key=value ...]"
+USAGE = ("usage: python launch/league.py {add <run or ckpt:path> ...|play games=N|show|remove <member> ...} "
+         "[league=<db>] [key=value ...]")
 
 
 def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
     if not argv or argv[0] not in COMMANDS:
-        raise UserError(f"choose a command: add, play or show ({USAGE})")
+        raise UserError(f"choose a command: add, play, show or remove ({USAGE})")
     command, sources, options = argv[0], [], {}
     for arg in argv[1:]:
         key, eq, value = arg.partition("=")
-        if eq and not key.startswith(("ckpt:", "search:", "mcts:")) and "/" not in key:
+        if command == "remove" and key != "league":  # a member's name can hold '=' (search settings)
+            sources.append(arg)
+        elif eq and not key.startswith(("ckpt:", "search:", "mcts:")) and "/" not in key:
             if key not in COMMANDS[command]:
                 raise UserError(f"unknown option {key!r} for {command}: allowed {', '.join(sorted(COMMANDS[command]))}")
             options[key] = value
@@ -62,18 +86,19 @@ def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
             sources.append(arg)
     if command == "add" and not sources:
         raise UserError("add needs at least one run folder, checkpoint or policy (ckpt:<path>)")
-    if command != "add" and sources:
+    if command == "remove" and not sources:
+        raise UserError("remove needs at least one member name, as show prints it")
+    if command not in ("add", "remove") and sources:
         raise UserError(f"{command} takes only key=value options, not {sources[0]!r}")
     return command, sources, options
 
 
-def integer(options: dict[str, str], key: str, default: int, low: int = 0) -> int:
+def integer(options: dict[str, str], key: str, default: int, low: int = 0, high: int = INT64_MAX) -> int:
     try:
         value = int(options.get(key, default))
     except ValueError:
-        raise UserError(f"{key}={options[key]!r} is not allowed: give an integer >= {low}") from None
-    if value < low:
-        raise UserError(f"{key}={value} is not allowed: give an integer >= {low}")
+        raise UserError(f"{key}={options[key]!r} is not allowed: give an integer in [{low}, {high}]") from None
+    check_integers({key: value}, {key: (low, high)})
     return value
 
 
@@ -123,39 +148,80 @@ def standings(store) -> str:
     return "\n".join(lines)
 
 
+def remove_members(store, names: list[str]) -> None:
+    """Every name is checked before any is removed; all go in one transaction."""
+    members = []
+    for name in names:
+        member = store.member(name)
+        if member is None:
+            known = ", ".join(m.name for m in store.members()) or "none"
+            raise UserError(f"no member named {name!r} in {store.path}: members are {known}")
+        if member.kind not in ("external", "bot"):
+            raise UserError(f"{name!r} is a training run's {member.kind}: the run manages it, remove refuses")
+        members.append(member)
+    with store.transaction():
+        for member in members:
+            deleted = store.remove(member.id)
+            print(f"{'removed' if deleted else 'evicted (it played rated games, which stay)'}: {member.name}")
+
+
+def unloadable(league, members) -> set[int]:
+    """Ids of the members whose policy no longer loads (files moved or deleted): they sit the round out."""
+    from policies.checkpoints import PolicyFileError
+    from policies.players import PlayerSpecError
+
+    absent = set()
+    for member in members:
+        try:
+            league.player(member)
+        except (PolicyFileError, PlayerSpecError, OSError) as err:
+            absent.add(member.id)
+            print(f"warning: {member.name} sits this round out: {one_line(err)} "
+                  f"(python launch/league.py remove {member.name!r} takes it out)", file=sys.stderr)
+    return absent
+
+
 def main(argv: list[str]) -> None:
     command, sources, options = parse(argv)
-    from policies.checkpoints import PolicyFileError, find_policy
-    from policies.league.league import LOOKAHEAD_PREFIXES
+    logging.getLogger(RAY_DEPRECATIONS).setLevel(logging.ERROR)  # RLlib's notes about its own code, per ckpt: loaded
+    from policies.checkpoints import PolicyFileError
+    from policies.league.league import normalized_external
+    from policies.league.store import DB_NAME, LeagueStore, LeagueStoreError
     from policies.players import make_player
-    from policies.league.store import LeagueStore, LeagueStoreError
 
     try:
         # Every option and source is checked before the database is opened or anything is played.
         seed = integer(options, "seed", 0)
-        games = integer(options, "games", 2000, low=1)
-        panel_games = integer(options, "panel_games", 1000, low=1)
+        games = integer(options, "games", 2000, low=1, high=MAX_GAMES)
+        panel_games = integer(options, "panel_games", 1000, low=1, high=MAX_GAMES)
         if command == "show":
             with LeagueStore.open(options.get("league", DEFAULT_LEAGUE), create=False, read_only=True) as store:
                 print(standings(store))
             return
         if "name" in options and len(sources) > 1:
             raise UserError("name= names a single source: add one at a time to name each")
-        for source in sources:
-            if source.startswith(LOOKAHEAD_PREFIXES):
-                make_player(source)  # its options too, not only its policy
-            else:
-                find_policy(source.removeprefix("ckpt:"))
+        league_path = Path(options.get("league", DEFAULT_LEAGUE))
+        check_output(league_path / DB_NAME if league_path.is_dir() else league_path, "league")
+        if command == "remove":
+            with LeagueStore.open(league_path, create=False) as store:
+                remove_members(store, sources)
+                print(standings(store))
+            return
+        # every source loads before anything is written: a damaged one leaves the league as it was
+        specs = [normalized_external(source) for source in sources]
+        for spec in specs:
+            make_player(spec)
         league = open_league(options, command)
         players = league.settings.players
         rules = rules_of(options, players)
         panel = panel_player(league, rules, panel_games, seed)
         if command == "add":
-            for source in sources:
-                known = {m.id for m in league.store.members()}
-                member = league.add_external(source, options.get("name"))
-                verb = "already in the league:" if member.id in known else "added"
-                print(f"{verb} {member.name} ({member.spec})")
+            with league.store.transaction():
+                for spec in specs:
+                    known = {m.id for m in league.store.members()}
+                    member = league.add_external(spec, options.get("name"))
+                    verb = "already in the league:" if member.id in known else "added"
+                    print(f"{verb} {member.name} ({member.spec})")
             league.fill_panels(panel)
         elif command == "play":
             from tqdm import tqdm
@@ -163,8 +229,10 @@ def main(argv: list[str]) -> None:
             from policies.league.league import round_robin
 
             members = [m for m in league.store.members(active_only=True) if m.kind != "main"]
+            absent = unloadable(league, members)
+            members = [m for m in members if m.id not in absent]
             lineups, per_lineup = round_robin([m.id for m in members], players, games, seed)
-            league.fill_panels(panel)
+            league.fill_panels(lambda member: None if member.id in absent else panel(member))
             print(f"{len(members)} members, {len(lineups)} line-ups x {per_lineup} games", file=sys.stderr)
             with tqdm(total=len(lineups), unit="line-up", desc="round robin") as bar:
                 result = league.rating_round(rules, seed, label="round robin", lineups=lineups,

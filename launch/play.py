@@ -68,7 +68,15 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from launch.cli import UserError, check_variant_overrides, compose, fail
+from launch.cli import (
+    RAY_DEPRECATIONS,
+    UserError,
+    check_integers,
+    check_output,
+    check_variant_overrides,
+    compose,
+    fail,
+)
 
 # numba's coloured error messages start colorama, which writes a colour reset to a terminal at exit: with
 # NO_COLOR, or after the game's last line, that is output nobody asked for. Read when numba is imported.
@@ -78,7 +86,6 @@ COLOUR_NAMES = ("red", "green", "yellow", "blue")
 COLOUR_CODES = ("\x1b[1;31m", "\x1b[1;32m", "\x1b[1;33m", "\x1b[1;34m")
 DIM, BOLD, RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
 INTERRUPTED = 130  # the shell's status for a program stopped by SIGINT
-RAY_DEPRECATIONS = "ray._common.deprecation"  # the logger of Ray's deprecation warnings
 
 
 @dataclass
@@ -111,6 +118,7 @@ def parse_args(argv: list[str]) -> PlayConfig:
     """The config from key=value arguments; every problem a `UserError` of one line."""
     check_variant_overrides(argv, players_from="1 + the number of opponents")
     cfg: PlayConfig = OmegaConf.to_object(compose("play", argv))  # type: ignore[assignment]
+    check_integers(cfg)
     if not cfg.opponents:
         raise UserError("opponents=[] is not allowed: list at least one player spec, e.g. opponents=[hybrid]")
     if cfg.delay < 0:
@@ -120,6 +128,8 @@ def parse_args(argv: list[str]) -> PlayConfig:
     players = 1 + len(cfg.opponents)
     if not 0 <= cfg.seat < players:
         raise UserError(f"seat={cfg.seat} is not a seat of a {players}-player game: choose 0..{players - 1}")
+    if cfg.record:
+        check_output(cfg.record, "record")  # before the first move, not at it
     return cfg
 
 
@@ -425,14 +435,19 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     from policies.players import PlayerError
+    from policies.records import RecordError
 
     try:
         table = make_table(parse_args(argv))
-        table.play()
+        try:
+            table.play()
+        except RecordError as err:  # the record file, writable at the start, failed mid-game (a full disk)
+            raise UserError(f"{err}; the game is abandoned") from None
     except UserError as err:
         fail(err)
     except PlayerError as err:  # an opponent's own code answered wrongly
         fail(err)
+
     except Quit as why:
         print(f"{why}: game abandoned", file=sys.stderr)
         return 0

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launch.cli import write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 RUN_STATE = "run_state.json"
@@ -55,7 +56,7 @@ class RunState:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunState":
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
         return cls(**data)
 
 
@@ -141,6 +142,22 @@ class RunDir:
             if len(kept) < len(rows):
                 write_text(file, "".join(f"{line}\n" for line in kept))
 
+    def check_algorithm_state(self, checkpoint: Path) -> None:
+        """Every pickle of the checkpoint's RLlib state reads back (a truncated or overwritten
+        ``module_state.pkl`` or ``algorithm_state.pkl``); `ValueError` naming the first that does not."""
+        import pickle
+
+        folder = self.algorithm_of(checkpoint)
+        if not (folder / "rllib_checkpoint.json").is_file():
+            raise ValueError("its algorithm/ folder is incomplete")
+        for file in sorted(folder.rglob("*.pkl")):
+            try:
+                with open(file, "rb") as f:
+                    pickle.load(f)
+            except Exception as err:  # any way a pickle fails: truncated, garbage, a class that is gone
+                raise ValueError(f"{file.relative_to(checkpoint)} does not load: "
+                                 f"{type(err).__name__}: {str(err)[:80]}") from None
+
     def policy_of(self, checkpoint: Path) -> Path:
         return checkpoint / POLICY_DIR
 
@@ -148,15 +165,82 @@ class RunDir:
         return checkpoint / ALGORITHM_DIR
 
 
-def write_text(path: Path, text: str) -> None:
-    """Replace `path` atomically: a partial file is never seen under its name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+RAY_SESSION = "ray_session.json"
+"""The local Ray cluster a driver of this run started: its session folder, and the driver's pid and start tick."""
+
+
+def _proc_start(pid: int) -> int | None:
+    """A process's start time in clock ticks since boot (Linux /proc), or None when it is gone: with the pid, it
+    names one process, never a later one that reused the pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[19])
+
+
+def _processes() -> list[tuple[int, int]]:
+    """(pid, parent pid) of every process this user can see."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                found.append((int(entry), int(Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[1])))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def _holds_open(pid: int, folders: list[str]) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if any(target.startswith(folder) for folder in folders):
+            return True
+    return False
+
+
+def record_ray_session(run: RunDir, session_dir: str) -> None:
+    """Remember the local Ray cluster this driver started (a joined cluster is not the run's to clean up)."""
+    me = os.getpid()
+    started_here = any(ppid == me and Path(f"/proc/{pid}/comm").read_text().strip() == "gcs_server"
+                       for pid, ppid in _processes() if Path(f"/proc/{pid}/comm").exists())
+    if started_here:
+        write_json(run.path / RAY_SESSION, {"session_dir": session_dir, "driver_pid": me,
+                                            "driver_start": _proc_start(me)})
+
+
+def stop_leftovers(run: RunDir) -> list[int]:
+    """SIGKILL what a killed earlier driver of this run left running: processes that hold files of its Ray
+    session open (Ray's DashboardAgent and RuntimeEnvAgent outlive a ``kill -9`` of the driver by half a minute
+    and more, retrying a GCS that died with it) or of the run's wandb folder (wandb's service). Nothing when that
+    driver still runs. Defunct (zombie) workers are not processes to stop: their parent reaps them. Returns the
+    pids stopped."""
+    import signal
+
+    try:
+        session = json.loads((run.path / RAY_SESSION).read_text())
+    except (OSError, ValueError):
+        return []
+    if session.get("driver_start") is not None and _proc_start(session["driver_pid"]) == session["driver_start"]:
+        return []  # that driver is alive: its processes are its own
+    folders = [session["session_dir"].rstrip("/") + "/", str((run.path / "wandb").resolve()) + "/"]
+    me, stopped = os.getpid(), []
+    for pid, _ in _processes():
+        if pid != me and _holds_open(pid, folders):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                stopped.append(pid)
+            except OSError:
+                continue
+    (run.path / RAY_SESSION).unlink(missing_ok=True)
+    return stopped
 
 
 def write_json(path: Path, data: Any) -> None:

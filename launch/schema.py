@@ -395,10 +395,13 @@ register()
 
 def check(cfg: TrainConfig) -> None:
     """What the types cannot say; raises ValueError with one line."""
+    from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
     from ludo_env.observations import check_encoder
     from policies.bots import BOT_NAMES
     from policies.league.ratings import PFSP_WEIGHTINGS
 
+    check_integers(cfg, {"max_plies": (1, MAX_PLIES), "eval.games": (1, MAX_GAMES),
+                         "eval.final_games": (0, MAX_GAMES)})
     check_encoder(cfg.obs.name)
     Rules.load(dataclasses.asdict(cfg.variant))
     RewardConfig.load(dataclasses.asdict(cfg.reward))

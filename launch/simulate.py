@@ -15,6 +15,7 @@ import time
 
 import yaml
 
+from launch.cli import MAX_GAMES, MAX_PLIES, UserError, check_integers
 from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.layout import OVER, PLACES
 from ludo_env.rules import Rules, RulesError
@@ -34,6 +35,10 @@ def parse(argv: list[str]) -> tuple[dict, dict]:
         lowest = 0 if key == "seed" else 1
         if not isinstance(run[key], int) or isinstance(run[key], bool) or run[key] < lowest:
             raise RulesError(f"{key}={run[key]!r} is not allowed: give an integer >= {lowest}")
+    try:
+        check_integers(run, {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES)})
+    except UserError as err:
+        raise RulesError(str(err)) from None
     return run, overrides
 
 

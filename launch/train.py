@@ -38,8 +38,9 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from launch.cli import UserError, compose, fail, one_line  # noqa: E402
-from launch.runs import RunDir, RunState, merge_overrides, write_json  # noqa: E402
+from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line  # noqa: E402
+from launch.runs import (  # noqa: E402
+    RunDir, RunState, merge_overrides, record_ray_session, stop_leftovers, write_json)
 from launch.schema import RLLIB_ALGOS, TrainConfig, check  # noqa: E402
 
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
@@ -70,6 +71,10 @@ def train(dict_cfg: DictConfig) -> None:
         return
     run = RunDir(cfg.run_dir)
     state, resume_from = find_resume_point(cfg, run)
+    stopped = stop_leftovers(run)  # a killed driver's Ray agents and wandb service must not compete with this one
+    if stopped:
+        print(f"note: stopped {len(stopped)} processes a killed earlier start of this run left running "
+              f"(pids {', '.join(map(str, stopped))})", file=sys.stderr, flush=True)
     if resume_from is None:
         from hydra.core.hydra_config import HydraConfig
 
@@ -97,6 +102,7 @@ def train(dict_cfg: DictConfig) -> None:
     algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
     ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
              configure_logging=True, log_to_driver=False)
+    record_ray_session(run, ray._private.worker._global_node.get_session_dir_path())  # for stop_leftovers
     build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
     algo = algo_config.build_algo()
     if resume_from is not None:
@@ -182,8 +188,7 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
         return RunState(), None
 
     def check(checkpoint: Path, state: RunState) -> None:
-        if not (run.algorithm_of(checkpoint) / "rllib_checkpoint.json").is_file():
-            raise ValueError("its algorithm/ folder is incomplete")
+        run.check_algorithm_state(checkpoint)  # before Ray starts: a damaged pickle falls back to the one before
         if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
             raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
                             f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
@@ -580,7 +585,8 @@ if __name__ == "__main__":
     try:
         argv = resume_argv(sys.argv[1:])
         if not any(a.startswith("-") for a in argv):
-            compose("config", argv, return_hydra_config=True)  # a bad override: one line, not Hydra's page
+            # a bad override: one line, not Hydra's page; a run folder that cannot be written: before Hydra makes it
+            check_hydra_outputs(compose("config", argv, return_hydra_config=True))
         sys.argv = sys.argv[:1] + argv
         main()
     except UserError as err:

@@ -92,12 +92,38 @@ def find_policy(path: str | Path) -> Path:
     if (path / CHECKPOINTS_DIR).is_dir():
         checkpoints = sorted(p for p in (path / CHECKPOINTS_DIR).glob(f"{CHECKPOINT_PREFIX}*")
                              if (p / POLICY_DIR / POLICY_JSON).is_file())
-        if checkpoints:
-            return checkpoints[-1] / POLICY_DIR
-        raise PolicyFileError(f"run folder '{path}' has no complete checkpoint yet")
+        if not checkpoints:
+            raise PolicyFileError(f"run folder '{path}' has no complete checkpoint yet")
+        return _newest_that_loads(path, checkpoints)
     raise PolicyFileError(
         f"'{path}' holds no policy: give a run folder, a checkpoint folder or a policy folder ({POLICY_JSON})"
     )
+
+
+_warned: set[str] = set()
+
+
+def _newest_that_loads(run: Path, checkpoints: list[Path]) -> Path:
+    """The policy of the newest checkpoint whose policy.json and weights read back; each damaged newer one is a
+    warning (once per process), as a resumed run falls back past a damaged checkpoint."""
+    import sys
+
+    damaged = []
+    for checkpoint in reversed(checkpoints):
+        folder = checkpoint / POLICY_DIR
+        try:
+            read_meta(folder)
+            load_weights(folder)
+        except PolicyFileError as err:
+            damaged.append(f"{checkpoint.name} is damaged ({err})")
+            continue
+        for problem in damaged:
+            warning = f"warning: run folder '{run}': {problem}; using the older {checkpoint.name}"
+            if warning not in _warned:
+                _warned.add(warning)
+                print(warning, file=sys.stderr)
+        return folder
+    raise PolicyFileError(f"run folder '{run}': no checkpoint's policy loads: {damaged[0]}")
 
 
 def read_meta(folder: Path) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,10 +85,27 @@ class RecordWriter:
                                      "state": state, "die": state[DIE], "legal": mask, "chosen": token}) + "\n")
         if not lines:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as f:
-            f.write("".join(lines))
+        existed = self.path.exists()
+        try:
+            self._append(lines, existed)
+        except OSError as err:
+            raise RecordError(f"record file '{self.path}' cannot be written: {err.strerror or err}") from None
         self.count += len(lines)
+
+    def _append(self, lines: list[str], existed: bool) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab", buffering=0) as f:  # unbuffered: nothing left to flush after a failure
+            start = f.seek(0, os.SEEK_END)
+            data = memoryview("".join(lines).encode())
+            try:
+                while data:
+                    data = data[f.write(data):]
+            except BaseException:
+                # a full disk: no half line for a reader to choke on, no empty file this write created
+                f.truncate(start)
+                if not existed and start == 0:
+                    self.path.unlink(missing_ok=True)
+                raise
 
 
 @dataclass

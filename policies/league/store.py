@@ -163,6 +163,7 @@ class LeagueStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
+            _check_integrity(db, path)
             store = cls(db, path)
             with store.transaction():
                 for statement in _SCHEMA.strip().split(";"):
@@ -189,6 +190,10 @@ class LeagueStore:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
             db.row_factory = sqlite3.Row
             version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            _check_integrity(db, path)
+        except LeagueStoreError:
+            db.close()
+            raise
         except sqlite3.DatabaseError as err:
             db.close()
             raise LeagueStoreError(f"{path}: not a league database ({err})") from None
@@ -297,6 +302,19 @@ class LeagueStore:
         """Out of the league (and its slot); its row, matches and ratings stay."""
         self.update_member(member_id, active=0, evicted_at=time.time(), slot=None)
 
+    def remove(self, member_id: int) -> bool:
+        """A member out of the league: its row deleted when it never played a rated game (a mistaken add), else
+        evicted, so the matches and ratings of the others keep it. True when the row was deleted."""
+        with self.transaction():
+            played = self.db.execute(
+                "SELECT 1 FROM ratings WHERE member_id = ? UNION ALL SELECT 1 FROM matches, json_each(matches.seats)"
+                " WHERE json_each.value = ? LIMIT 1", (member_id, member_id)).fetchone()
+            if played:
+                self.evict(member_id)
+                return False
+            self.db.execute("DELETE FROM members WHERE id = ?", (member_id,))
+            return True
+
     # ------------------------------------------------------------------ rounds and matches
     def add_round(self, label: str, variant: str, iteration: int | None = None,
                   env_steps: int | None = None) -> int:
@@ -357,6 +375,17 @@ class LeagueStore:
             " FROM ratings r JOIN members m ON m.id = r.member_id ORDER BY r.id"
         ).fetchall()
         return [dict(r) for r in rows]
+
+
+def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
+    """A file that opens can still have pages that fail later, mid-round or mid-page: refuse it at the door."""
+    try:
+        problems = [row[0] for row in db.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as err:
+        problems = [str(err)]
+    if problems != ["ok"]:
+        raise LeagueStoreError(f"{path}: the league database is damaged (integrity_check: {problems[0]}); "
+                               "restore it from a copy or start a new league")
 
 
 def _member(row: sqlite3.Row) -> Member:

@@ -111,7 +111,7 @@ def one_line_failure(proc: subprocess.CompletedProcess, *fragments: str) -> str:
 
 
 @pytest.mark.parametrize("args, fragments", [
-    ([], ["choose a command: add, play or show"]),
+    ([], ["choose a command: add, play, show or remove"]),
     (["show", "colour=red"], ["unknown option 'colour' for show", "allowed league"]),
 ])
 def test_no_command_or_an_unknown_option_fails_in_one_line(args, fragments):
