@@ -21,7 +21,7 @@ legal token and reported as ``info["illegal_action"]``.
 Rewards: ``reward`` is a kind name or a mapping of `ludo_env.rewards.RewardConfig`
 fields; shaping between the learner's decisions is paid on its next step, the
 end pay when the game ends (``terminated``). The turn limit ``max_plies``
-truncates. ``info`` holds ``forced_moves`` (decisions with one legal token, any seat's, the
+truncates; a step after either raises `gymnasium.error.ResetNeeded` until `reset`. ``info`` holds ``forced_moves`` (decisions with one legal token, any seat's, the
 env played by itself this game), ``seat`` and, at the end, ``places``.
 Other keyword arguments are rule overrides (``bonus_roll_on_six=False``).
 Version 0.
@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
 from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
 from ludo_env.rules import MAX_TOKENS
 
@@ -98,6 +98,7 @@ class LudoEnv(gym.Env):
         self.action_space = ACTION_SPACE
         self.seat = 0 if seat is None else seat
         self._episodes = 0
+        self._ended = True  # no game yet: step() needs reset() first
 
     def _opponent_of(self, seat: int):
         return self.opponents[(seat - self.seat) % self.players - 1]
@@ -138,14 +139,18 @@ class LudoEnv(gym.Env):
             if not (self.games.over(ROW)[0] or self.games.truncated(ROW)[0]):
                 break  # (a game the learner never gets to play is drawn again)
         self.games.collect_decision_reward(ROW)
+        self._ended = False
         return self._observation(), self._info()
 
     def step(self, action):
+        if self._ended:
+            raise step_after_end()
         self.games.play(ROW, np.array([int(action)], dtype=np.int64))
         illegal = bool(self.games.events[0] & EV_ILLEGAL_REPLACED)
         self._play_opponents()
         terminated, truncated = bool(self.games.over(ROW)[0]), bool(self.games.truncated(ROW)[0])
         if terminated or truncated:
+            self._ended = True
             reward = self.games.collect_end_rewards(0)[self.seat]
         else:
             reward = self.games.collect_decision_reward(ROW)[0]
