@@ -196,8 +196,10 @@ class PythonPlayer:
         die = states[:, DIE].astype(np.int64)
         try:
             choices = self.bot.choose(view, die, masks.copy())  # a copy: the bot cannot edit the game's mask
-        except Exception as err:  # the user's code: say whose error it is, in one line
-            raise PlayerError(f"{self._who} raised {type(err).__name__}: {_one_line(err)}") from err
+        except KeyboardInterrupt:  # the person at the keyboard, not the bot: stop as Ctrl-C does
+            raise
+        except BaseException as err:  # the user's code, SystemExit included (a bot must not end the program)
+            raise PlayerError(f"{self._who} raised {_raised(err)}") from err
         return check_choices(choices, masks, self._who)
 
     def __repr__(self) -> str:
@@ -228,10 +230,10 @@ def _load_python_player(spec: str, seed: int) -> PythonPlayer:
         takes_seed = False
     try:
         bot = cls(seed=seed) if takes_seed else cls()
-    except Exception as err:
-        raise PlayerSpecError(
-            f"player '{spec}': {class_name}() raised {type(err).__name__}: {_one_line(err)}"
-        ) from err
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # SystemExit too: the user's constructor must not end the program
+        raise PlayerSpecError(f"player '{spec}': {class_name}() raised {_raised(err)}") from err
     return PythonPlayer(spec, bot)
 
 
@@ -308,6 +310,13 @@ def _load_search_player(spec: str, seed: int) -> Player:
     except (PolicyFileError, ValueError) as err:
         message = _one_line(err)
         raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
+
+
+def _raised(err: BaseException) -> str:
+    """What a user's bot raised, in one line; a SystemExit says why it is refused."""
+    if isinstance(err, SystemExit):
+        return f"SystemExit({err.code!r}): a bot cannot end the program; return a token index per game"
+    return f"{type(err).__name__}: {_one_line(err)}"
 
 
 def _one_line(err: BaseException) -> str:
