@@ -41,18 +41,20 @@ from ludo_env.rules import MAX_TOKENS
 ROW = np.zeros(1, dtype=np.int64)
 
 
-def make_opponent(spec: Any, seed: int):
-    """A batched player from a spec string (see `policies.players`) or an object that already has `act`."""
+def make_opponent(spec: Any, seed: int, rules):
+    """A batched player from a spec string (see `policies.players`) or an object that already has `act`; a
+    learned one must have been trained for `rules` (variant and player count)."""
+    from policies.players import check_fits, make_player
+
     if hasattr(spec, "act"):
+        check_fits(spec, rules)
         return spec
-    from policies.players import make_player
-
-    return make_player(str(spec), seed=seed)
+    return make_player(str(spec), seed=seed, rules=rules)
 
 
-def make_opponents(specs: Sequence[Any], seed: int) -> list:
+def make_opponents(specs: Sequence[Any], seed: int, rules) -> list:
     """One player per opponent spec; a seeded reset rebuilds them so their own randomness replays too."""
-    return [make_opponent(spec, seed=seed * len(specs) + i + 1) for i, spec in enumerate(specs)]
+    return [make_opponent(spec, seed * len(specs) + i + 1, rules) for i, spec in enumerate(specs)]
 
 
 def single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves, max_plies, rule_overrides):
@@ -93,7 +95,7 @@ class LudoEnv(gym.Env):
         self.players = rules.players
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0)
+        self.opponents = make_opponents(opponents, 0, rules)
         self.observation_space = observation_space(obs)
         self.action_space = ACTION_SPACE
         self.seat = 0 if seat is None else seat
@@ -130,7 +132,7 @@ class LudoEnv(gym.Env):
         if seed is not None:
             # A seeded reset replays exactly: seat rotation and the opponents' own randomness restart too.
             self._episodes = 0
-            self.opponents = make_opponents(self._opponent_specs, seed)
+            self.opponents = make_opponents(self._opponent_specs, seed, self.games.rules)
         while True:
             self.seat = self.fixed_seat if self.fixed_seat is not None else self._episodes % self.players
             self._episodes += 1

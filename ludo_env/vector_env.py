@@ -60,7 +60,7 @@ class LudoVectorEnv(VectorEnv):
                                self.config.max_plies)
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0)
+        self.opponents = make_opponents(opponents, 0, rules)
         self.single_observation_space = observation_space(obs)
         self.single_action_space = ACTION_SPACE
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -113,7 +113,7 @@ class LudoVectorEnv(VectorEnv):
             self._seeds = np.random.default_rng(seed)
             self._game_seeds = None
             self._episodes[:] = 0
-            self.opponents = make_opponents(self._opponent_specs, seed)
+            self.opponents = make_opponents(self._opponent_specs, seed, self.games.rules)
         self._start(np.arange(self.num_envs))
         return self._observe(), self._info(np.zeros(self.num_envs, dtype=bool))
 
@@ -130,7 +130,7 @@ class LudoVectorEnv(VectorEnv):
         if all(s is not None for s in seeds):
             # The opponents play every game in one batch, so their own randomness follows the whole list.
             opponent_seed = int(np.random.SeedSequence([int(s) for s in seeds]).generate_state(1)[0])
-            self.opponents = make_opponents(self._opponent_specs, opponent_seed)
+            self.opponents = make_opponents(self._opponent_specs, opponent_seed, self.games.rules)
 
     def step(self, actions):
         games = self.games
