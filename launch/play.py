@@ -424,7 +424,8 @@ def make_table(cfg: PlayConfig) -> Table:
         rules = Rules.load(dict(cfg.variant), players=1 + len(cfg.opponents))
         others = [s for s in range(rules.players) if s != cfg.seat]
         # Each opponent draws its own randomness from the game's seed, so a seed replays the whole game.
-        opponents = {s: make_player(spec, seed=seed + 1 + i) for i, (s, spec) in enumerate(zip(others, cfg.opponents))}
+        opponents = {s: make_player(spec, seed=seed + 1 + i, rules=rules)
+                     for i, (s, spec) in enumerate(zip(others, cfg.opponents))}
     except (RulesError, PlayerSpecError) as err:
         raise UserError(str(err)) from None
     return Table(cfg, rules, opponents, seed)

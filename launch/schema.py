@@ -33,7 +33,7 @@ import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -80,8 +80,73 @@ class ObsConfig:
     """Observation encoder (ludo_env.observations): egocentric, seed000_raw62, seed000_enc128, seed001_flags60."""
 
 
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric setting allows: ``low``/``high`` (None: unbounded), each end included unless
+    ``*_open``; ``null_ok`` lets None (an optional setting that is off). Infinity and NaN are never allowed."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    null_ok: bool = False
+
+    def allows(self, value: Any) -> bool:
+        if value is None:
+            return self.null_ok
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def text(self) -> str:
+        """``a number in (0, 1]``, ``a number >= 1``, ... for the error line."""
+        if self.low is not None and self.high is not None:
+            words = f"a number in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        elif self.low is not None:
+            words = f"a number {'>' if self.low_open else '>='} {self.low:g}"
+        elif self.high is not None:
+            words = f"a number {'<' if self.high_open else '<='} {self.high:g}"
+        else:
+            words = "a finite number"
+        return words + (" or null" if self.null_ok else "")
+
+    def check(self, key: str, value: Any) -> None:
+        if not self.allows(value):
+            raise ValueError(f"{key}={value!r} is not allowed: give {self.text()}")
+
+
+POSITIVE = Range(0, low_open=True)
+NON_NEGATIVE = Range(0)
+AT_LEAST_ONE = Range(1)
+SHARE = Range(0, 1)
+"""A probability or a mixing weight: [0, 1]."""
+
+
+class CheckedSettings:
+    """Settings that check themselves: `RANGES` bounds every numeric field, `CHOICES` every named one; a
+    subclass adds what links fields in `check_more`. Every failure is a ValueError of one line naming
+    ``<prefix>.<field>``, its value and what is allowed."""
+
+    RANGES: ClassVar[dict[str, Range]] = {}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def check(self, prefix: str) -> None:
+        for name, allowed in self.RANGES.items():
+            allowed.check(f"{prefix}.{name}", getattr(self, name))
+        for name, choices in self.CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(f"{prefix}.{name}={value!r} is not allowed: choose {' or '.join(choices)}")
+        self.check_more(prefix)
+
+    def check_more(self, prefix: str) -> None:
+        """Checks across fields; none by default."""
+
+
 @dataclass
-class PPOSettings:
+class PPOSettings(CheckedSettings):
     name: str = "ppo"
     """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 1e-3
@@ -111,9 +176,23 @@ class PPOSettings:
     vf_share_layers: bool = False
     """One trunk for policy and value."""
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lr": POSITIVE, "gamma": SHARE, "gae_lambda": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": POSITIVE,
+        "vf_loss_coeff": NON_NEGATIVE, "vf_clip_param": POSITIVE, "entropy_coeff": NON_NEGATIVE,
+        "kl_coeff": NON_NEGATIVE, "grad_clip": Range(0, low_open=True, null_ok=True),
+    }
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ppo",)}
+
+    def check_more(self, prefix: str) -> None:
+        # RLlib refuses this only once the algorithm is built, after Ray has started
+        if self.minibatch_size > self.train_batch_size:
+            raise ValueError(f"{prefix}.minibatch_size={self.minibatch_size} is not allowed: give a number in "
+                             f"[1, {prefix}.train_batch_size={self.train_batch_size}]")
+
 
 @dataclass
-class DQNSettings:
+class DQNSettings(CheckedSettings):
     name: str = "dqn"
     """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 5e-4
@@ -163,9 +242,27 @@ class DQNSettings:
     """Env steps sampled per training iteration (RLlib's min_sample_timesteps_per_iteration): about PPO's batch,
     so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lr": POSITIVE, "gamma": SHARE, "train_batch_size": AT_LEAST_ONE, "n_step": AT_LEAST_ONE,
+        "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
+        "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": NON_NEGATIVE, "prioritized_beta": SHARE,
+        "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
+        "learning_starts": NON_NEGATIVE, "training_intensity": Range(0, low_open=True, null_ok=True),
+        "rollout_fragment_length": AT_LEAST_ONE, "grad_clip": Range(0, low_open=True, null_ok=True),
+        "steps_per_iteration": AT_LEAST_ONE,
+    }
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "name": ("dqn",), "replay": ("prioritized", "uniform"), "td_error_loss": ("huber", "mse"),
+    }
+
+    def check_more(self, prefix: str) -> None:
+        if self.train_batch_size > self.buffer_capacity:  # a batch is drawn from the buffer
+            raise ValueError(f"{prefix}.train_batch_size={self.train_batch_size} is not allowed: give a number in "
+                             f"[1, {prefix}.buffer_capacity={self.buffer_capacity}]")
+
 
 @dataclass
-class GASettings:
+class GASettings(CheckedSettings):
     """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py, launch/trainers/ga.py)."""
 
     name: str = "ga"
@@ -204,9 +301,26 @@ class GASettings:
     seed: int | None = None
     """Seed of the GA's random choices and of the fitness games; None: the run's seed."""
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "population": Range(2), "generations": NON_NEGATIVE, "games": AT_LEAST_ONE, "crossover_rate": SHARE,
+        "mutation_rate": SHARE, "mutation_sigma": NON_NEGATIVE, "init_sigma": NON_NEGATIVE, "tasks": NON_NEGATIVE,
+        "population_every": AT_LEAST_ONE, "select_games": NON_NEGATIVE, "seed": Range(0, null_ok=True),
+    }
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ga",)}
+
+    def check_more(self, prefix: str) -> None:
+        from policies.bots import BOT_NAMES
+
+        Range(0, 1 - 1 / self.population).check(f"{prefix}.elitism", self.elitism)  # at least one child
+        if self.opponent not in BOT_NAMES:
+            raise ValueError(f"{prefix}.opponent: unknown bot {self.opponent!r}: choose from {', '.join(BOT_NAMES)}")
+        if self.init != "random" and not Path(self.init).exists():
+            raise ValueError(f"{prefix}.init={self.init!r}: no such path: give random or a ga_ann policy "
+                             "(run or policy folder)")
+
 
 @dataclass
-class ImitateSettings:
+class ImitateSettings(CheckedSettings):
     """Supervised learning of seed 001's 60-6-4 sigmoid network from game records (launch/trainers/imitate.py)."""
 
     name: str = "imitate"
@@ -228,9 +342,22 @@ class ImitateSettings:
     seed: int | None = None
     """Seed of the initial weights and of the validation split; None: the run's seed."""
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lr": POSITIVE, "epochs": AT_LEAST_ONE, "target_mse": NON_NEGATIVE, "validation": Range(0, 0.9),
+        "log_every": AT_LEAST_ONE, "seed": Range(0, null_ok=True),
+    }
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("imitate",)}
+
+    def check_more(self, prefix: str) -> None:
+        if not self.records:
+            raise ValueError(f"{prefix}.records is empty: give record files, e.g. {prefix}.records=[records.jsonl]")
+        for file in self.records:
+            if not Path(file).is_file():
+                raise ValueError(f"{prefix}.records: no such file {file!r}")
+
 
 @dataclass
-class TDLambdaSettings:
+class TDLambdaSettings(CheckedSettings):
     """Seed 004's TD(lambda) afterstate value, learned by batched self-play (policies/td_lambda.py,
     launch/trainers/td_lambda.py)."""
 
@@ -256,6 +383,21 @@ class TDLambdaSettings:
     """Batched steps per iteration (metrics row, checkpoint and evaluation cadence)."""
     seed: int | None = None
     """Seed of the self-play dice, the exploration and the mlp's initial weights; None: the run's seed."""
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lam": SHARE, "alpha": Range(0, low_open=True, null_ok=True), "gamma": SHARE, "epsilon": SHARE,
+        "games": AT_LEAST_ONE, "steps_per_iteration": AT_LEAST_ONE, "seed": Range(0, null_ok=True),
+    }
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "name": ("td_lambda",), "value": ("linear", "mlp"), "method": ("td_lambda", "true_online"),
+    }
+
+    def check_more(self, prefix: str) -> None:
+        if self.method == "true_online" and self.value != "linear":
+            raise ValueError(f"{prefix}.method=true_online needs {prefix}.value=linear: "
+                             f"use {prefix}.method=td_lambda for the mlp")
+        for size in self.hidden:
+            AT_LEAST_ONE.check(f"{prefix}.hidden", size)
 
 
 RLLIB_ALGOS = ("ppo", "dqn")
@@ -394,11 +536,9 @@ register()
 
 
 def check(cfg: TrainConfig) -> None:
-    """What the types cannot say; raises ValueError with one line."""
+    """What the types cannot say, group by group; raises ValueError with one line."""
     from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
     from ludo_env.observations import check_encoder
-    from policies.bots import BOT_NAMES
-    from policies.league.ratings import PFSP_WEIGHTINGS
 
     check_integers(cfg, {"max_plies": (1, MAX_PLIES), "eval.games": (1, MAX_GAMES),
                          "eval.final_games": (0, MAX_GAMES)})
@@ -406,55 +546,33 @@ def check(cfg: TrainConfig) -> None:
     Rules.load(dataclasses.asdict(cfg.variant))
     RewardConfig.load(dataclasses.asdict(cfg.reward))
     NetworkConfig.load(dataclasses.asdict(cfg.network)).check()
-    if cfg.algo.name not in ALGO_SCHEMAS:
+    if cfg.algo.name not in ALGO_SCHEMAS or not isinstance(cfg.algo, CheckedSettings):
         raise ValueError(f"algo.name={cfg.algo.name!r} is not allowed: choose {' or '.join(ALGO_SCHEMAS)}")
-    if isinstance(cfg.algo, GASettings):  # seed 001's GA
-        ga = cfg.algo
-        _at_least("algo.population", ga.population, 2)
-        _at_least("algo.generations", ga.generations, 0)
-        _at_least("algo.games", ga.games, 1)
-        for key in ("crossover_rate", "mutation_rate"):
-            _within(f"algo.{key}", getattr(ga, key), 0, 1)
-        _at_least("algo.mutation_sigma", ga.mutation_sigma, 0)
-        _within("algo.elitism", ga.elitism, 0, 1 - 1 / ga.population)  # at least one child per generation
-        _at_least("algo.init_sigma", ga.init_sigma, 0)
-        if ga.opponent not in BOT_NAMES:
-            raise ValueError(f"algo.opponent: unknown bot {ga.opponent!r}: choose from {', '.join(BOT_NAMES)}")
-        if ga.init != "random" and not Path(ga.init).exists():
-            raise ValueError(f"algo.init={ga.init!r}: no such path: give random or a ga_ann policy (run or policy folder)")
-        _at_least("algo.tasks", ga.tasks, 0)
-        _at_least("algo.population_every", ga.population_every, 1)
-        _at_least("algo.select_games", ga.select_games, 0)
-    if isinstance(cfg.algo, ImitateSettings):  # seed 001's imitation of recorded games
-        imitate = cfg.algo
-        if not imitate.records:
-            raise ValueError("algo.records is empty: give record files, e.g. algo.records=[records.jsonl]")
-        for file in imitate.records:
-            if not Path(file).is_file():
-                raise ValueError(f"algo.records: no such file {file!r}")
-        if not imitate.lr > 0 or math.isinf(imitate.lr):
-            raise ValueError(f"algo.lr={imitate.lr!r} is not allowed: give a number > 0")
-        _at_least("algo.epochs", imitate.epochs, 1)
-        _at_least("algo.target_mse", imitate.target_mse, 0)
-        _within("algo.validation", imitate.validation, 0, 0.9)
-        _at_least("algo.log_every", imitate.log_every, 1)
-    if isinstance(cfg.algo, TDLambdaSettings):  # seed 004's TD(lambda) value
-        td = cfg.algo
-        if td.value not in ("linear", "mlp"):
-            raise ValueError(f"algo.value={td.value!r} is not allowed: choose linear or mlp")
-        if td.method not in ("td_lambda", "true_online"):
-            raise ValueError(f"algo.method={td.method!r} is not allowed: choose td_lambda or true_online")
-        if td.method == "true_online" and td.value != "linear":
-            raise ValueError("algo.method=true_online needs algo.value=linear: use algo.method=td_lambda for the mlp")
-        _within("algo.lam", td.lam, 0, 1)
-        if td.alpha is not None and (not td.alpha > 0 or math.isinf(td.alpha)):
-            raise ValueError(f"algo.alpha={td.alpha!r} is not allowed: give a number > 0 or null")
-        _within("algo.gamma", td.gamma, 0, 1)
-        _within("algo.epsilon", td.epsilon, 0, 1)
-        _at_least("algo.games", td.games, 1)
-        for size in td.hidden:
-            _at_least("algo.hidden", size, 1)
-        _at_least("algo.steps_per_iteration", td.steps_per_iteration, 1)
+    cfg.algo.check("algo")  # each algorithm's settings carry their own ranges
+    check_league(cfg)
+    check_resources(cfg.resources)
+    if cfg.sampler.name not in SAMPLERS:
+        raise ValueError(f"sampler.name={cfg.sampler.name!r} is not allowed: choose {' or '.join(SAMPLERS)}")
+    Range(1, MAX_SAMPLER_GAMES).check("sampler.games", cfg.sampler.games)
+    check_budget(cfg.budget)
+    for key, allowed in EVAL_RANGES.items():
+        allowed.check(f"eval.{key}", getattr(cfg.eval, key))
+    AT_LEAST_ONE.check("checkpoint.every", cfg.checkpoint.every)
+    AT_LEAST_ONE.check("checkpoint.keep", cfg.checkpoint.keep)
+    if cfg.wandb.mode not in ("offline", "online", "disabled"):
+        raise ValueError(f"wandb.mode={cfg.wandb.mode!r} is not allowed: choose offline, online or disabled")
+    NON_NEGATIVE.check("seed", cfg.seed)
+    AT_LEAST_ONE.check("max_plies", cfg.max_plies)
+
+
+EVAL_RANGES = {"every": NON_NEGATIVE, "games": AT_LEAST_ONE, "final_games": NON_NEGATIVE, "seed": NON_NEGATIVE}
+"""eval.<key>: its allowed values (eval.panel, player specs, is checked by launch/train.py before Ray starts)."""
+
+
+def check_league(cfg: TrainConfig) -> None:
+    from policies.bots import BOT_NAMES
+    from policies.league.ratings import PFSP_WEIGHTINGS
+
     league = cfg.league
     for bot in league.bots:
         if bot not in BOT_NAMES:
@@ -479,26 +597,21 @@ def check(cfg: TrainConfig) -> None:
     if members < cfg.variant.players:
         raise ValueError(f"the league has {members} members without snapshots, fewer than the "
                          f"{cfg.variant.players} seats of a rating round: add league.rated_bots")
-    res = cfg.resources
+
+
+def check_resources(res: ResourcesConfig) -> None:
     _at_least("resources.env_runners", res.env_runners, 0)
     _at_least("resources.envs_per_runner", res.envs_per_runner, 1)
     _at_least("resources.cpus_per_env_runner", res.cpus_per_env_runner, 0)
     _at_least("resources.learners", res.learners, 0)
     parse_gpus(res.gpus_per_learner)
-    if cfg.sampler.name not in SAMPLERS:
-        raise ValueError(f"sampler.name={cfg.sampler.name!r} is not allowed: choose {' or '.join(SAMPLERS)}")
-    _within("sampler.games", cfg.sampler.games, 1, MAX_SAMPLER_GAMES)
+
+
+def check_budget(budget: BudgetConfig) -> None:
     for key in ("minutes", "env_steps", "iterations"):
-        _at_least(f"budget.{key}", getattr(cfg.budget, key), 0)
-    if not (cfg.budget.minutes or cfg.budget.env_steps or cfg.budget.iterations):
+        _at_least(f"budget.{key}", getattr(budget, key), 0)
+    if not (budget.minutes or budget.env_steps or budget.iterations):
         raise ValueError("the budget is unlimited: set budget.minutes, budget.env_steps or budget.iterations")
-    _at_least("eval.every", cfg.eval.every, 0)
-    _at_least("eval.games", cfg.eval.games, 1)
-    _at_least("eval.final_games", cfg.eval.final_games, 0)
-    _at_least("checkpoint.every", cfg.checkpoint.every, 1)
-    _at_least("checkpoint.keep", cfg.checkpoint.keep, 1)
-    if cfg.wandb.mode not in ("offline", "online", "disabled"):
-        raise ValueError(f"wandb.mode={cfg.wandb.mode!r} is not allowed: choose offline, online or disabled")
 
 
 MAX_SAMPLER_GAMES = 65536
@@ -506,13 +619,7 @@ MAX_SAMPLER_GAMES = 65536
 
 
 def _at_least(key: str, value: float, low: float) -> None:
-    if not value >= low or (isinstance(value, float) and math.isinf(value)):
-        raise ValueError(f"{key}={value!r} is not allowed: give a number >= {low}")
-
-
-def _within(key: str, value: float, low: float, high: float) -> None:
-    if not low <= value <= high or math.isinf(value):
-        raise ValueError(f"{key}={value!r} is not allowed: give a number in [{low:g}, {high:g}]")
+    Range(low).check(key, value)
 
 
 def parse_gpus(value: str) -> float | None:

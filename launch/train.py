@@ -56,14 +56,9 @@ def main(dict_cfg: DictConfig) -> None:
 
 def train(dict_cfg: DictConfig) -> None:
     # 1. compose: typed by TrainConfig, then the checks types cannot make
-    try:
-        cfg: TrainConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
-        check(cfg)
-        from launch import build
+    cfg = checked_config(dict_cfg)
+    from launch import build
 
-        build.check_resources(cfg)  # what Ray could never grant here would make it wait forever
-    except Exception as err:  # a value the schema or the checks refuse
-        raise UserError(one_line(err)) from None
     if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation loops own their run folders
         import importlib
 
@@ -182,6 +177,44 @@ def train(dict_cfg: DictConfig) -> None:
 
 
 # ---------------------------------------------------------------- 1. compose, resume
+def checked_config(dict_cfg: DictConfig) -> TrainConfig:
+    """The typed config after every check that needs neither Ray nor the run folder; `UserError` of one line."""
+    try:
+        cfg: TrainConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
+        check(cfg)
+        from launch import build
+
+        build.check_resources(cfg)  # what Ray could never grant here would make it wait forever
+    except Exception as err:  # a value the schema or the checks refuse
+        raise UserError(one_line(err)) from None
+    check_players(cfg)
+    return cfg
+
+
+def check_players(cfg: TrainConfig) -> None:
+    """Every player the config names (eval.panel, league.external) loads, and a learned one was trained for this
+    run's variant and player count: refused here in one line, not after Ray has started."""
+    from launch import build
+    from ludo_env.rules import Rules
+    from policies.checkpoints import PolicyFileError
+    from policies.league.league import normalized_external
+    from policies.players import PlayerSpecError, make_player
+
+    rules = Rules.load(build.rules_mapping(cfg))
+    for key, specs in (("eval.panel", cfg.eval.panel), ("league.external", cfg.league.external)):
+        for spec in specs:
+            try:
+                make_player(normalized_external(spec) if key == "league.external" else spec, cfg.seed, rules)
+            except (PlayerSpecError, PolicyFileError) as err:
+                raise UserError(f"{key}: {one_line(err)}") from None
+
+
+def preflight(argv: list[str]) -> None:
+    """`checked_config` of the command line before Hydra makes the run folder: a refused run leaves none."""
+    overrides = [a for a in argv if not a.lstrip("+~").startswith("run_dir=")]
+    checked_config(compose("config", [*overrides, "run_dir=unchecked"]))
+
+
 def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | None]:
     """The run state to start from: fresh, or the newest checkpoint that loads."""
     if not cfg.resume:
@@ -283,25 +316,17 @@ def seat_externals(cfg: TrainConfig, league) -> dict[str, str]:
         return {}
     from policies.players import PlayerSpecError, make_player
 
+    from launch import build
+    from ludo_env.rules import Rules
+
+    rules = Rules.load(build.rules_mapping(cfg))
     externals = {m.name: m.spec for m in league.store.members(active_only=True, kinds=["external"])}
     for name, spec in externals.items():
         try:
-            player = make_player(spec, cfg.seed)
+            make_player(spec, cfg.seed, rules)  # a learned one must have been trained for this run's rules
         except PlayerSpecError as err:
             raise UserError(f"league member {name} cannot sit at a training seat: {one_line(err)}") from None
-        check_seat_fits(player, name, cfg)
     return externals
-
-
-def check_seat_fits(player, name: str, cfg: TrainConfig) -> None:
-    """A learned player plays only the player count and observations it was trained on."""
-    from launch import build
-
-    module = getattr(player, "module", None)
-    trained_for = getattr(module, "players", None)
-    if trained_for is not None and int(trained_for) != build.players(cfg):
-        raise UserError(f"league member {name} was trained for {trained_for} players, this run has "
-                        f"{build.players(cfg)}: remove it from league.external")
 
 
 def training_matchmaker(cfg: TrainConfig, league):
@@ -587,6 +612,7 @@ if __name__ == "__main__":
         if not any(a.startswith("-") for a in argv):
             # a bad override: one line, not Hydra's page; a run folder that cannot be written: before Hydra makes it
             check_hydra_outputs(compose("config", argv, return_hydra_config=True))
+            preflight(argv)  # every check that needs no Ray, before a run folder exists
         sys.argv = sys.argv[:1] + argv
         main()
     except UserError as err:

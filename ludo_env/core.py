@@ -52,6 +52,11 @@ def observation_space(obs: str) -> gym.spaces.Dict:
 ACTION_SPACE = gym.spaces.Discrete(MAX_TOKENS)
 
 
+def step_after_end() -> gym.error.ResetNeeded:
+    """The error every env raises on a step after its game ended: stepping on would pay the end reward again."""
+    return gym.error.ResetNeeded("step() after the game ended (terminated or truncated): call reset() first")
+
+
 @kernel
 def _count(mask):
     n = 0

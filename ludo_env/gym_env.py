@@ -21,7 +21,7 @@ legal token and reported as ``info["illegal_action"]``.
 Rewards: ``reward`` is a kind name or a mapping of `ludo_env.rewards.RewardConfig`
 fields; shaping between the learner's decisions is paid on its next step, the
 end pay when the game ends (``terminated``). The turn limit ``max_plies``
-truncates. ``info`` holds ``forced_moves`` (decisions with one legal token, any seat's, the
+truncates; a step after either raises `gymnasium.error.ResetNeeded` until `reset`. ``info`` holds ``forced_moves`` (decisions with one legal token, any seat's, the
 env played by itself this game), ``seat`` and, at the end, ``places``.
 Other keyword arguments are rule overrides (``bonus_roll_on_six=False``).
 Version 0.
@@ -34,25 +34,27 @@ import gymnasium as gym
 import numpy as np
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
 from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
 from ludo_env.rules import MAX_TOKENS
 
 ROW = np.zeros(1, dtype=np.int64)
 
 
-def make_opponent(spec: Any, seed: int):
-    """A batched player from a spec string (see `policies.players`) or an object that already has `act`."""
+def make_opponent(spec: Any, seed: int, rules):
+    """A batched player from a spec string (see `policies.players`) or an object that already has `act`; a
+    learned one must have been trained for `rules` (variant and player count)."""
+    from policies.players import check_fits, make_player
+
     if hasattr(spec, "act"):
+        check_fits(spec, rules)
         return spec
-    from policies.players import make_player
-
-    return make_player(str(spec), seed=seed)
+    return make_player(str(spec), seed=seed, rules=rules)
 
 
-def make_opponents(specs: Sequence[Any], seed: int) -> list:
+def make_opponents(specs: Sequence[Any], seed: int, rules) -> list:
     """One player per opponent spec; a seeded reset rebuilds them so their own randomness replays too."""
-    return [make_opponent(spec, seed=seed * len(specs) + i + 1) for i, spec in enumerate(specs)]
+    return [make_opponent(spec, seed * len(specs) + i + 1, rules) for i, spec in enumerate(specs)]
 
 
 def single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves, max_plies, rule_overrides):
@@ -93,11 +95,12 @@ class LudoEnv(gym.Env):
         self.players = rules.players
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0)
+        self.opponents = make_opponents(opponents, 0, rules)
         self.observation_space = observation_space(obs)
         self.action_space = ACTION_SPACE
         self.seat = 0 if seat is None else seat
         self._episodes = 0
+        self._ended = True  # no game yet: step() needs reset() first
 
     def _opponent_of(self, seat: int):
         return self.opponents[(seat - self.seat) % self.players - 1]
@@ -129,7 +132,7 @@ class LudoEnv(gym.Env):
         if seed is not None:
             # A seeded reset replays exactly: seat rotation and the opponents' own randomness restart too.
             self._episodes = 0
-            self.opponents = make_opponents(self._opponent_specs, seed)
+            self.opponents = make_opponents(self._opponent_specs, seed, self.games.rules)
         while True:
             self.seat = self.fixed_seat if self.fixed_seat is not None else self._episodes % self.players
             self._episodes += 1
@@ -138,14 +141,18 @@ class LudoEnv(gym.Env):
             if not (self.games.over(ROW)[0] or self.games.truncated(ROW)[0]):
                 break  # (a game the learner never gets to play is drawn again)
         self.games.collect_decision_reward(ROW)
+        self._ended = False
         return self._observation(), self._info()
 
     def step(self, action):
+        if self._ended:
+            raise step_after_end()
         self.games.play(ROW, np.array([int(action)], dtype=np.int64))
         illegal = bool(self.games.events[0] & EV_ILLEGAL_REPLACED)
         self._play_opponents()
         terminated, truncated = bool(self.games.over(ROW)[0]), bool(self.games.truncated(ROW)[0])
         if terminated or truncated:
+            self._ended = True
             reward = self.games.collect_end_rewards(0)[self.seat]
         else:
             reward = self.games.collect_decision_reward(ROW)[0]

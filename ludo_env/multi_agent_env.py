@@ -6,7 +6,8 @@ Only the seat to move gets an observation (a Dict of ``observations``,
 in `ludo_env.core`). A seat's shaping reward (see `ludo_env.rewards`) arrives
 with its next observation; when the game ends every seat that has played gets
 its final reward and ``terminateds["__all__"]`` is True. A game past the turn
-limit ends with ``truncateds["__all__"]`` instead, and no end pay.
+limit ends with ``truncateds["__all__"]`` instead, and no end pay. A step after either raises
+`gymnasium.error.ResetNeeded` until `reset`.
 
 Config (`ludo_env.config.EnvConfig`): ``variant``, ``players``, ``rules``,
 ``obs``, ``reward``, ``auto_forced_moves`` (default True: decisions with a single
@@ -25,7 +26,7 @@ import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
 
 VERSION = 0
 ROW = np.zeros(1, dtype=np.int64)
@@ -53,6 +54,7 @@ class LudoMultiAgentEnv(MultiAgentEnv):
         self._seeds = np.random.default_rng(self.config.seed)
         self._episodes = 0
         self._illegal = 0
+        self._ended = True  # no game yet: step() needs reset() first
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
@@ -61,6 +63,7 @@ class LudoMultiAgentEnv(MultiAgentEnv):
         self._episodes += 1
         self._illegal = 0
         self.games.reset(ROW, int(self._seeds.integers(2**63)), np.array([first]))
+        self._ended = False
         return self._decision(), self._infos()
 
     def _mover(self) -> str:
@@ -75,6 +78,8 @@ class LudoMultiAgentEnv(MultiAgentEnv):
         return {self._mover(): {**info, **(extra or {})}}
 
     def step(self, action_dict: dict):
+        if self._ended:
+            raise step_after_end()
         mover = self._mover()
         self._illegal += self.games.play(ROW, np.array([int(action_dict[mover])]))
         over, truncated = bool(self.games.over(ROW)[0]), bool(self.games.truncated(ROW)[0])
@@ -83,6 +88,7 @@ class LudoMultiAgentEnv(MultiAgentEnv):
             paid = self.games.collect_decision_reward(ROW)[0]
             obs = {seat_agent(seat): {k: v[0] for k, v in self.games.observe(ROW).items()}}
             return obs, {seat_agent(seat): float(paid)}, {"__all__": False}, {"__all__": False}, self._infos()
+        self._ended = True
         played = [s for s in range(self.players) if self.games.decided[0, s]]
         final = self.games.collect_end_rewards(0)
         rewards = {seat_agent(s): float(final[s]) for s in played}

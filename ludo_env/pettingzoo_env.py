@@ -7,7 +7,8 @@ to move. ``observe(agent)`` gives that seat's view (the Dict of
 indices 0..3 (see `ludo_env.core`). Rewards follow `ludo_env.rewards`: a
 seat's shaping is paid when it is next to move, the end pay when the game
 ends, after which every agent is terminated (or truncated at the turn limit)
-and leaves with ``step(None)``. Settings are those of
+and leaves with ``step(None)``; a step once all have left raises
+`gymnasium.error.ResetNeeded` until `reset`. Settings are those of
 `ludo_env.config.EnvConfig` as keyword arguments. Version 0.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from pettingzoo import AECEnv
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
 from ludo_env.engine.layout import CURRENT, DIE
 from ludo_env.multi_agent_env import seat_agent
 from ludo_env.observations import encode
@@ -97,6 +98,8 @@ class LudoAEC(AECEnv):
         }
 
     def step(self, action):
+        if not getattr(self, "agents", None):  # every agent has left the ended game (or none was reset)
+            raise step_after_end()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)

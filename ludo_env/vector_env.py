@@ -16,7 +16,9 @@ per opponent. Observations are the Dict space batched (leading axis
 Autoreset is gymnasium's ``SAME_STEP``: a game that ends is restarted within
 the same `step`; the returned observation is the new game's first, the
 ending one is in ``info["final_obs"]`` (where ``info["_final_obs"]``) and its
-places in ``info["places"]``. ``info`` always holds per-game ``seat``,
+places in ``info["places"]``. ``reset(seed=...)`` takes one int for the batch or, as
+gymnasium's vector API does, a list of one seed (or None) per game: each game then draws its dice, for this
+episode and the ones after, from its own seed. ``info`` always holds per-game ``seat``,
 ``forced_moves`` and ``illegal_action`` arrays. Version 0.
 """
 from __future__ import annotations
@@ -58,7 +60,7 @@ class LudoVectorEnv(VectorEnv):
                                self.config.max_plies)
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0)
+        self.opponents = make_opponents(opponents, 0, rules)
         self.single_observation_space = observation_space(obs)
         self.single_action_space = ACTION_SPACE
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -66,6 +68,7 @@ class LudoVectorEnv(VectorEnv):
         self.seats = np.zeros(num_envs, dtype=np.int64)
         self._episodes = np.zeros(num_envs, dtype=np.int64)
         self._seeds = np.random.default_rng()
+        self._game_seeds: list[np.random.Generator] | None = None  # one per game after reset(seed=[...])
 
     # ------------------------------------------------------------------ games
     def _start(self, rows: np.ndarray) -> None:
@@ -74,7 +77,11 @@ class LudoVectorEnv(VectorEnv):
         while rows.size:
             self.seats[rows] = self.fixed_seat if self.fixed_seat is not None else self._episodes[rows] % self.players
             self._episodes[rows] += 1
-            self.games.reset(rows, int(self._seeds.integers(2**63)), np.zeros(rows.size, dtype=np.int64))
+            if self._game_seeds is None:
+                self.games.reset(rows, int(self._seeds.integers(2**63)), np.zeros(rows.size, dtype=np.int64))
+            else:  # each game's dice from its own seed, as gymnasium's per-env seeds mean
+                for row in rows:
+                    self.games.reset(row[None], int(self._game_seeds[row].integers(2**63)), np.zeros(1, np.int64))
             self._play_opponents()
             rows = rows[self._stopped(rows)]
         self.games.collect_decision_reward(started)
@@ -98,13 +105,32 @@ class LudoVectorEnv(VectorEnv):
                     games.play(rows, player.act(games.states[rows], games.tab, games.masks[rows]))
 
     # -------------------------------------------------------------- gymnasium
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
+        """`seed`: one int for the whole batch, or (gymnasium's vector API) a list of one seed or None per game."""
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            self._seed_games(list(seed))
+        elif seed is not None:
             self._seeds = np.random.default_rng(seed)
+            self._game_seeds = None
             self._episodes[:] = 0
-            self.opponents = make_opponents(self._opponent_specs, seed)
+            self.opponents = make_opponents(self._opponent_specs, seed, self.games.rules)
         self._start(np.arange(self.num_envs))
         return self._observe(), self._info(np.zeros(self.num_envs, dtype=bool))
+
+    def _seed_games(self, seeds: list) -> None:
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"reset(seed=[...]) got {len(seeds)} seeds for {self.num_envs} games: "
+                             "give one int (or None) per game, or a single int")
+        if not all(s is None or (isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0)
+                   for s in seeds):
+            raise ValueError(f"reset(seed=[...]) takes ints >= 0 or None, one per game; got {seeds!r}")
+        # None entries draw fresh entropy, as one unseeded game would.
+        self._game_seeds = [np.random.default_rng(None if s is None else int(s)) for s in seeds]
+        self._episodes[:] = 0
+        if all(s is not None for s in seeds):
+            # The opponents play every game in one batch, so their own randomness follows the whole list.
+            opponent_seed = int(np.random.SeedSequence([int(s) for s in seeds]).generate_state(1)[0])
+            self.opponents = make_opponents(self._opponent_specs, opponent_seed, self.games.rules)
 
     def step(self, actions):
         games = self.games

@@ -17,7 +17,9 @@ Anything missing or damaged raises `PolicyFileError` with one line.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -161,6 +163,19 @@ def load_weights(folder: Path) -> dict[str, Any]:
         raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
 
 
+@contextlib.contextmanager
+def _quiet_ray_deprecations():
+    """Ray's deprecation warnings off for a moment: a user loading a policy can do nothing about them, and they
+    would put a second line next to a one-line error."""
+    logger = logging.getLogger("ray._common.deprecation")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def load_policy(path: str | Path):
     """The RLModule saved at `path` (see `find_policy`), weights loaded, in eval mode."""
     from ludo_env.core import ACTION_SPACE, observation_space
@@ -179,7 +194,8 @@ def load_policy(path: str | Path):
                 f"'{folder}': encoder '{obs}' now gives {obs_dim(obs)} features, the policy was trained on "
                 f"{meta.get('obs_dim')}"
             )
-        module = module_spec(kind, observation_space(obs), ACTION_SPACE, model_config).build()
+        with _quiet_ray_deprecations():  # RLlib's own catalog code uses a constructor it deprecates
+            module = module_spec(kind, observation_space(obs), ACTION_SPACE, model_config).build()
     except PolicyFileError:
         raise
     except Exception as err:  # an encoder or network this version does not know

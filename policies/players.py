@@ -27,7 +27,9 @@ every game in which that player is to move.
     Monte Carlo tree search with chance nodes, a PPO policy as prior and its
     critic at the leaves (``policies.mcts``).
 
-A bad spec raises `PlayerSpecError` with one line that lists what is allowed.
+A bad spec raises `PlayerSpecError` with one line that lists what is allowed. A learned player
+(``ckpt:``, ``search:``, ``mcts:``) knows the variant and player count it was trained for
+(``trained_for``, from its ``policy.json``); `check_fits` refuses it in a game of others.
 
 Bring your own bot
 ------------------
@@ -103,20 +105,59 @@ def allowed_specs() -> str:
             "search:<path>?depth=2 or mcts:<path>?sims=64")
 
 
-def make_player(spec: str, seed: int = 0) -> Player:
-    """The player a spec names (see the module docstring); `seed` feeds its own randomness."""
+def make_player(spec: str, seed: int = 0, rules: Any = None) -> Player:
+    """The player a spec names (see the module docstring); `seed` feeds its own randomness. With `rules` (a
+    `ludo_env.rules.Rules`), a learned player must have been trained for them (`check_fits`)."""
     if not isinstance(spec, str) or not spec.strip():
         raise PlayerSpecError(f"player {spec!r} is not a spec: {allowed_specs()}")
     spec = spec.strip()
     if spec.startswith("py:"):
         return _load_python_player(spec, seed)
     if spec.startswith("ckpt:"):
-        return _load_checkpoint_player(spec)
-    if spec.startswith(("search:", "mcts:")):
-        return _load_search_player(spec, seed)
-    if spec in bot_names():
+        player = _load_checkpoint_player(spec)
+    elif spec.startswith(("search:", "mcts:")):
+        player = _load_search_player(spec, seed)
+    elif spec in bot_names():
         return BotPlayer(spec, seed)
-    raise PlayerSpecError(f"unknown player '{spec}': {allowed_specs()}")
+    else:
+        raise PlayerSpecError(f"unknown player '{spec}': {allowed_specs()}")
+    if rules is not None:
+        check_fits(player, rules)
+    return player
+
+
+def check_fits(player: Any, rules: Any) -> None:
+    """`PlayerSpecError` (one line) if `player` was trained for another variant or player count than `rules`:
+    a learned policy's inputs and seats mean what they meant in training. Players that record nothing (bots,
+    your own) fit any game."""
+    trained = getattr(player, "trained_for", None)
+    if trained is None:
+        return
+    variant, players = trained
+    if (players is not None and int(players) != rules.players) or (variant is not None and variant != rules.name):
+        raise PlayerSpecError(
+            f"player '{player.name}' was trained for {players}-player {variant}, this game is {rules.players}-player "
+            f"{rules.name}: give a policy trained for {rules.players}-player {rules.name}"
+        )
+
+
+def trained_for(path: str | Path, module: Any = None) -> tuple[str | None, int | None] | None:
+    """(variant name, player count) that the policy at `path` was trained for, from its ``policy.json``
+    (``model_config.variant`` and ``players``) or the loaded `module`'s; None if it records neither."""
+    from policies.checkpoints import PolicyFileError, find_policy, read_meta
+
+    try:
+        config = read_meta(find_policy(path)).get("model_config")
+    except PolicyFileError:  # an RLlib module checkpoint: its model_config came with the module
+        config = {"variant": getattr(module, "variant", None), "players": getattr(module, "players", None)}
+    if not isinstance(config, dict):
+        return None
+    variant, players = config.get("variant"), config.get("players")
+    if isinstance(variant, dict):
+        variant = variant.get("name")
+    if variant is None and players is None:
+        return None
+    return (None if variant is None else str(variant)), (None if players is None else int(players))
 
 
 def check_choices(choices: Any, masks: np.ndarray, who: str) -> np.ndarray:
@@ -196,8 +237,10 @@ class PythonPlayer:
         die = states[:, DIE].astype(np.int64)
         try:
             choices = self.bot.choose(view, die, masks.copy())  # a copy: the bot cannot edit the game's mask
-        except Exception as err:  # the user's code: say whose error it is, in one line
-            raise PlayerError(f"{self._who} raised {type(err).__name__}: {_one_line(err)}") from err
+        except KeyboardInterrupt:  # the person at the keyboard, not the bot: stop as Ctrl-C does
+            raise
+        except BaseException as err:  # the user's code, SystemExit included (a bot must not end the program)
+            raise PlayerError(f"{self._who} raised {_raised(err)}") from err
         return check_choices(choices, masks, self._who)
 
     def __repr__(self) -> str:
@@ -228,10 +271,10 @@ def _load_python_player(spec: str, seed: int) -> PythonPlayer:
         takes_seed = False
     try:
         bot = cls(seed=seed) if takes_seed else cls()
-    except Exception as err:
-        raise PlayerSpecError(
-            f"player '{spec}': {class_name}() raised {type(err).__name__}: {_one_line(err)}"
-        ) from err
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # SystemExit too: the user's constructor must not end the program
+        raise PlayerSpecError(f"player '{spec}': {class_name}() raised {_raised(err)}") from err
     return PythonPlayer(spec, bot)
 
 
@@ -243,6 +286,7 @@ class CheckpointPlayer:
         self.name = spec
         self.module = module
         self.obs = getattr(module, "obs", None)
+        self.trained_for = trained_for(spec[len("ckpt:"):], module)
 
     def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
         if self.obs is None:
@@ -277,6 +321,7 @@ def _load_checkpoint_player(spec: str) -> Player:
 
         agent = load_agent_player(path, spec)  # a GA network or a TD(lambda) value: no RLlib needed
         if agent is not None:
+            agent.trained_for = trained_for(path)
             return agent
         from policies.modules import load_checkpoint_player
     except PolicyFileError as err:
@@ -303,16 +348,26 @@ def _load_search_player(spec: str, seed: int) -> Player:
         if spec.startswith("search:"):
             from policies.search import make_search_player
 
-            return make_search_player(spec, seed)
-        from policies.mcts import make_mcts_player
+            player = make_search_player(spec, seed)
+        else:
+            from policies.mcts import make_mcts_player
 
-        return make_mcts_player(spec, seed)
+            player = make_mcts_player(spec, seed)
+        player.trained_for = trained_for(spec.partition(":")[2].partition("?")[0])
+        return player
     except ModuleNotFoundError as err:
         raise PlayerSpecError(f"player '{spec}': needs torch and ray[rllib] (pip install -e .); "
                               f"missing module '{err.name}'") from err
     except (PolicyFileError, ValueError) as err:
         message = _one_line(err)
         raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
+
+
+def _raised(err: BaseException) -> str:
+    """What a user's bot raised, in one line; a SystemExit says why it is refused."""
+    if isinstance(err, SystemExit):
+        return f"SystemExit({err.code!r}): a bot cannot end the program; return a token index per game"
+    return f"{type(err).__name__}: {_one_line(err)}"
 
 
 def _one_line(err: BaseException) -> str:

@@ -96,7 +96,7 @@ from ludo_env.engine.jit import kernel
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, PLY_MAX, STATE_DTYPE, STATE_LEN, compile_rules
 from ludo_env.rules import MAX_TOKENS, Rules
 from policies.league.ratings import ordinal
-from policies.players import BotPlayer, Player, PlayerError, check_choices, make_player
+from policies.players import BotPlayer, Player, PlayerError, check_choices, check_fits, make_player
 
 BOT_SEED_SALT = 0xB07_5EED_B07_5EED  # bots' streams differ from every small dice seed
 DEFAULT_CHUNK = 8_192
@@ -477,8 +477,8 @@ def play_tournament(
     "generic". `rate=False` skips the openskill ratings (NaN in the report).
     `record` appends the decisions of entry `record_entry` to that record
     file (`policies.records`; played on the generic path).
-    A bad argument raises `TournamentError`, a bad spec `PlayerSpecError`, a
-    player's illegal answer `PlayerError`: all with one-line messages.
+    A bad argument raises `TournamentError`, a bad spec (or a learned player trained for other rules)
+    `PlayerSpecError`, a player's illegal answer `PlayerError`: all with one-line messages.
     """
     if not isinstance(games, int) or isinstance(games, bool) or games < 1:
         raise TournamentError(f"games={games!r} is not allowed: give an integer >= 1")
@@ -508,6 +508,8 @@ def play_tournament(
         if spec not in built:
             built[spec] = make_player(spec, seed) if isinstance(p, str) else p
     player_list = [built[s] for s in distinct]
+    for player in player_list:  # a learned player only in the variant and player count it was trained for
+        check_fits(player, rules)
     spec_of_entry = np.array([distinct.index(s) for s in specs], dtype=np.int64)
     all_bots = all(isinstance(p, BotPlayer) for p in player_list)
     if path == "fast" and not all_bots:

@@ -122,18 +122,21 @@ class Site:
                     return opponent
         raise Refused(422, f"unknown opponent {opponent_id!r}: choose an id from GET /api/options")
 
-    def player(self, opponent: Opponent, seed: int):
-        """A player for one game: a fresh bot with the game's seed, or the one loaded copy of an agent."""
-        from policies.players import PlayerSpecError, bot_names, make_player
+    def player(self, opponent: Opponent, seed: int, rules=None):
+        """A player for one game (of `rules`): a fresh bot with the game's seed, or the one loaded copy of an
+        agent, which must have been trained for those rules."""
+        from policies.players import PlayerSpecError, bot_names, check_fits, make_player
 
         if opponent.spec in bot_names():
             return make_player(opponent.spec, seed=seed)
         with self._load_lock:
-            if opponent.spec not in self._loaded:
-                try:
+            try:
+                if opponent.spec not in self._loaded:
                     self._loaded[opponent.spec] = make_player(opponent.spec, seed=seed)
-                except PlayerSpecError as err:
-                    raise Refused(422, f"opponent {opponent.label!r} cannot be loaded: {err}") from None
+                if rules is not None:
+                    check_fits(self._loaded[opponent.spec], rules)
+            except PlayerSpecError as err:
+                raise Refused(422, f"opponent {opponent.label!r} cannot play this game: {err}") from None
             return self._loaded[opponent.spec]
 
     def load_agents(self) -> None:
@@ -218,7 +221,7 @@ class Session:
         self.id = secrets.token_urlsafe(12)
         self.site, self.rules, self.you, self.seed = site, rules, you, seed
         self.opponents = opponents
-        self.players = {seat: site.player(o, seed + 1 + k) for k, (seat, o) in enumerate(sorted(opponents.items()))}
+        self.players = {seat: site.player(o, seed + 1 + k, rules) for k, (seat, o) in enumerate(sorted(opponents.items()))}
         self.game = Game(rules, seed=seed)
         self.names = [COLOUR_NAMES[c] for c in rules.seat_colours]
         self.labels = ["you" if s == you else opponents[s].label for s in range(rules.players)]

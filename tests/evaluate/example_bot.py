@@ -36,3 +36,18 @@ class WrongShape:
 
 class NoChoose:
     pass
+
+
+class ExitsOnFirstMove:
+    """Calls sys.exit(0) from choose: the program must refuse it in one line, not end quietly with status 0."""
+
+    def choose(self, view, die, mask):
+        raise SystemExit(0)
+
+
+class ExitsWhenBuilt:
+    def __init__(self):
+        raise SystemExit(0)
+
+    def choose(self, view, die, mask):
+        return mask.argmax(axis=1)

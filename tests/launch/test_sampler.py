@@ -166,7 +166,7 @@ class _League:
 
 
 @pytest.mark.parametrize("players, spec, message", [
-    (2, "TINY", "was trained for 4 players, this run has 2"),
+    (2, "TINY", "was trained for 4-player classic, this game is 2-player classic"),
     (4, "ckpt:/nonexistent/policy", "cannot sit at a training seat: player 'ckpt:/nonexistent/policy'"),
 ])
 def test_an_agent_that_cannot_sit_is_refused_before_ray_starts(tmp_path, players, spec, message):
