@@ -52,6 +52,11 @@ def observation_space(obs: str) -> gym.spaces.Dict:
 ACTION_SPACE = gym.spaces.Discrete(MAX_TOKENS)
 
 
+def seat_agent(seat: int) -> str:
+    """The agent id of a seat in the multi-agent envs (RLlib's and PettingZoo's): ``seat_<n>``."""
+    return f"seat_{seat}"
+
+
 @kernel
 def _count(mask):
     n = 0

@@ -2,13 +2,19 @@
 
 Import this module (it registers the id), then::
 
-    env = gymnasium.make("ludo_env/Ludo-v0", variant="classic",
-                         opponents=["hybrid", "random", "random"], obs="egocentric", reward="sparse")
+    from policies.players import make_player
+    env = gymnasium.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
+                         opponent_factory=make_player, obs="egocentric", reward="sparse")
+
+or build it with `policies.envs.make_env` (the same keywords; it passes `make_player`).
 
 The learner plays one seat; the other seats are played by `opponents`, in
-turn order after the learner: seed bot names, ``py:package.module:Class`` bots,
-``ckpt:<path>`` policies (see `policies.players`), or objects with
-``act(states, tab, masks)``. ``len(opponents) + 1`` is the number of players.
+turn order after the learner: objects with ``act(states, tab, masks)``, or
+specs that ``opponent_factory(spec, seed)`` turns into such players (with
+`policies.players.make_player`: seed bot names, ``py:package.module:Class``
+bots, ``ckpt:<path>`` policies). The env layer does not import the agents
+layer, so the caller passes the factory in. ``len(opponents) + 1`` is the
+number of players.
 ``seat`` fixes the learner's seat; by default it rotates from episode to
 episode (seat 0 always rolls first), so the learner sees every seat.
 
@@ -28,7 +34,7 @@ Version 0.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -41,18 +47,23 @@ from ludo_env.rules import MAX_TOKENS
 ROW = np.zeros(1, dtype=np.int64)
 
 
-def make_opponent(spec: Any, seed: int):
-    """A batched player from a spec string (see `policies.players`) or an object that already has `act`."""
+OpponentFactory = Callable[[Any, int], Any]
+"""``(spec, seed) -> player`` with ``act(states, tab, masks)``, e.g. `policies.players.make_player`."""
+
+
+def make_opponent(spec: Any, seed: int, factory: OpponentFactory | None):
+    """A batched player: `spec` itself if it already has `act`, else what `factory` builds from it."""
     if hasattr(spec, "act"):
         return spec
-    from policies.players import make_player
+    if factory is None:
+        raise ValueError(f"opponent {spec!r} is not a player (no act method): pass players, or "
+                         "opponent_factory=policies.players.make_player to build them from specs")
+    return factory(spec, seed)
 
-    return make_player(str(spec), seed=seed)
 
-
-def make_opponents(specs: Sequence[Any], seed: int) -> list:
+def make_opponents(specs: Sequence[Any], seed: int, factory: OpponentFactory | None) -> list:
     """One player per opponent spec; a seeded reset rebuilds them so their own randomness replays too."""
-    return [make_opponent(spec, seed=seed * len(specs) + i + 1) for i, spec in enumerate(specs)]
+    return [make_opponent(spec, seed * len(specs) + i + 1, factory) for i, spec in enumerate(specs)]
 
 
 def single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves, max_plies, rule_overrides):
@@ -75,6 +86,7 @@ class LudoEnv(gym.Env):
         self,
         variant: str = "classic",
         opponents: Sequence[Any] = ("random", "random", "random"),
+        opponent_factory: OpponentFactory | None = None,
         obs: str = "egocentric",
         reward: Any = "sparse",
         seat: int | None = None,
@@ -93,7 +105,8 @@ class LudoEnv(gym.Env):
         self.players = rules.players
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0)
+        self._opponent_factory = opponent_factory
+        self.opponents = make_opponents(opponents, 0, opponent_factory)
         self.observation_space = observation_space(obs)
         self.action_space = ACTION_SPACE
         self.seat = 0 if seat is None else seat
@@ -129,7 +142,7 @@ class LudoEnv(gym.Env):
         if seed is not None:
             # A seeded reset replays exactly: seat rotation and the opponents' own randomness restart too.
             self._episodes = 0
-            self.opponents = make_opponents(self._opponent_specs, seed)
+            self.opponents = make_opponents(self._opponent_specs, seed, self._opponent_factory)
         while True:
             self.seat = self.fixed_seat if self.fixed_seat is not None else self._episodes % self.players
             self._episodes += 1

@@ -3,8 +3,11 @@
 ::
 
     import gymnasium, ludo_env.gym_env
+    from policies.players import make_player
     envs = gymnasium.make_vec("ludo_env/Ludo-v0", num_envs=256, vectorization_mode="vector_entry_point",
-                              opponents=["hybrid", "random", "random"])
+                              opponents=["hybrid", "random", "random"], opponent_factory=make_player)
+
+(or `policies.envs.make_vector_env(num_envs=256, opponents=[...])`).
 
 The same game as `ludo_env.gym_env.LudoEnv` (same settings, spaces per game,
 rewards, seat rotation and illegal-action rule), for ``num_envs`` games at
@@ -29,7 +32,7 @@ from gymnasium.vector.utils import batch_space
 
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
 from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
-from ludo_env.gym_env import make_opponents, single_agent_settings
+from ludo_env.gym_env import OpponentFactory, make_opponents, single_agent_settings
 
 
 class LudoVectorEnv(VectorEnv):
@@ -40,6 +43,7 @@ class LudoVectorEnv(VectorEnv):
         num_envs: int = 16,
         variant: str = "classic",
         opponents: Sequence[Any] = ("random", "random", "random"),
+        opponent_factory: OpponentFactory | None = None,
         obs: str = "egocentric",
         reward: Any = "sparse",
         seat: int | None = None,
@@ -58,7 +62,8 @@ class LudoVectorEnv(VectorEnv):
                                self.config.max_plies)
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0)
+        self._opponent_factory = opponent_factory
+        self.opponents = make_opponents(opponents, 0, opponent_factory)
         self.single_observation_space = observation_space(obs)
         self.single_action_space = ACTION_SPACE
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -102,7 +107,7 @@ class LudoVectorEnv(VectorEnv):
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
             self._episodes[:] = 0
-            self.opponents = make_opponents(self._opponent_specs, seed)
+            self.opponents = make_opponents(self._opponent_specs, seed, self._opponent_factory)
         self._start(np.arange(self.num_envs))
         return self._observe(), self._info(np.zeros(self.num_envs, dtype=bool))
 

@@ -242,7 +242,7 @@ def read_chromosome(path: str | Path) -> tuple[np.ndarray, int]:
 
 
 def load_player(folder: Path, meta: dict[str, Any], spec: str) -> AnnPlayer:
-    """The `Player` of a ``ga_ann`` policy folder (``policies.checkpoints.AGENT_LOADERS``)."""
+    """The `Player` of a ``ga_ann`` policy folder (its loader in ``policies.saved.REGISTRY``)."""
     chromosome, hidden = read_chromosome(folder)
     return AnnPlayer(spec, chromosome, hidden)
 

@@ -37,7 +37,6 @@ from ludo_env.engine.tactics import DIE_FACES, gap_ahead, hit_chance, is_safe
 from ludo_env.rules import MAX_TOKENS
 
 
-
 @dataclass(frozen=True)
 class BuiltinBot:
     """One built-in bot: its name, the id `choose` dispatches on, and what it plays (with its source)."""

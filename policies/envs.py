@@ -1,0 +1,30 @@
+"""The single-agent envs with opponents named by player specs: the agents layer resolves the specs.
+
+``ludo_env`` may not import the agents (imports run engine -> envs -> agents), so
+`ludo_env.gym_env.LudoEnv` and `ludo_env.vector_env.LudoVectorEnv` take
+players, or specs plus an ``opponent_factory``. These helpers pass
+`policies.players.make_player`, so ``opponents=["hybrid", "ckpt:runs/x"]``
+works as before::
+
+    env = make_env(variant="classic", opponents=["hybrid", "random", "random"])
+    envs = make_vector_env(num_envs=256, opponents=["hybrid", "random", "random"])
+
+The keywords are those of the env constructors.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ludo_env.gym_env import LudoEnv
+from ludo_env.vector_env import LudoVectorEnv
+from policies.players import make_player
+
+
+def make_env(**settings: Any) -> LudoEnv:
+    """`LudoEnv` with its opponents built from specs by `make_player`."""
+    return LudoEnv(opponent_factory=make_player, **settings)
+
+
+def make_vector_env(num_envs: int = 16, **settings: Any) -> LudoVectorEnv:
+    """`LudoVectorEnv` with its opponents built from specs by `make_player`."""
+    return LudoVectorEnv(num_envs, opponent_factory=make_player, **settings)
