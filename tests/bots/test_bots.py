@@ -6,8 +6,8 @@ import pytest
 
 from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random
 from ludo_env.engine.layout import OVER
-from ludo_env.rules import Rules
 from ludo_env.engine.rng import streams
+from ludo_env.rules import Rules, available_variants
 from policies.bots import BOT_NAMES, REGISTRY, Bot, UnknownBotError, builtin_bot, choose_batch
 from tests.positions import position, square_progress
 
@@ -105,7 +105,7 @@ def test_random_bot_is_uniform_over_legal_tokens():
     assert np.all(np.abs(counts[:3] / picks.size - 1 / 3) < 0.02)
 
 
-@pytest.mark.parametrize("variant", ["classic", "pyludo", "ucsd", "quick"])
+@pytest.mark.parametrize("variant", available_variants())
 @pytest.mark.parametrize("name", BOT_NAMES)
 def test_every_bot_picks_a_legal_token_in_reachable_positions(variant, name):
     rules = Rules.load(variant)

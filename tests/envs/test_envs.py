@@ -7,7 +7,7 @@ import pytest
 from ludo_env.config import EnvConfigError
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from ludo_env.rewards import RewardConfig, RewardConfigError
-from ludo_env.rules import RulesError
+from ludo_env.rules import Rules, RulesError, available_variants
 
 
 def play_multi_agent(env: LudoMultiAgentEnv, seed: int, pick=lambda mask, rng: rng.choice(np.flatnonzero(mask))):
@@ -32,7 +32,6 @@ def test_gymnasium_env_passes_check_env_and_plays_to_the_end():
     from gymnasium.utils.env_checker import check_env
 
     import ludo_env.gym_env  # noqa: F401  (registers ludo_env/Ludo-v0)
-
     from policies.players import make_player
 
     env = gym.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
@@ -73,7 +72,8 @@ def test_pettingzoo_api_test():
     api_test(LudoAEC(variant="classic", players=2, reward="potential"), num_cycles=2000, verbose_progress=False)
 
 
-@pytest.mark.parametrize("variant,players", [("classic", 2), ("classic", 3), ("pyludo", 4), ("ucsd", 4), ("quick", 4)])
+@pytest.mark.parametrize("variant,players", [(name, players) for name in available_variants()
+                                             for players in Rules.load(name).allowed_players])
 def test_multi_agent_episode_ends_with_every_seat_paid(variant, players):
     env = LudoMultiAgentEnv({"variant": variant, "players": players})
     rewards, infos, term, _ = play_multi_agent(env, seed=11)

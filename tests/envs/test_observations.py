@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ludo_env.engine import compile_rules, new_batch, play_random
-from ludo_env.engine.layout import CURRENT, OVER, PLACES, TOKENS
 from ludo_env.engine.frame import view_from
+from ludo_env.engine.layout import CURRENT, OVER, PLACES, TOKENS
 from ludo_env.observations import (
     ENCODERS,
     OBS_DIMS,
