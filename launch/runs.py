@@ -1,4 +1,6 @@
-"""A training run's folder: atomic checkpoints, the run state that resumes them, and the saved overrides.
+"""A training run's folder: atomic checkpoints, the run state that resumes them, and the saved overrides;
+and the pieces every trainer's loop shares (SIGTERM save, budget, wandb, progress suffix), so no trainer
+imports the ``launch/train.py`` script.
 
 Layout of ``<run_dir>`` (the Hydra output folder)::
 
@@ -20,15 +22,22 @@ resume: snapshots frozen after the last checkpoint stay in the league.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import secrets
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import OmegaConf
 
 from launch.cli import write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
+
+if TYPE_CHECKING:
+    from launch.schema import TrainConfig
 
 RUN_STATE = "run_state.json"
 ALGORITHM_DIR = "algorithm"
@@ -262,3 +271,111 @@ def merge_overrides(saved: list[str], new: list[str]) -> list[str]:
 
     new_keys = {key(o) for o in new}
     return [o for o in saved if key(o) not in new_keys] + list(new)
+
+
+# ---------------------------------------------------------------- pieces every trainer's loop shares
+def stop_on_sigterm(signum, frame) -> None:
+    """SIGTERM handler: a scheduler's stop takes the Ctrl-C path, which saves before exiting."""
+    raise KeyboardInterrupt
+
+
+def budget_spent(cfg: TrainConfig, state: RunState) -> bool:
+    budget = cfg.budget
+    return bool(
+        (budget.minutes and state.elapsed_s >= budget.minutes * 60)
+        or (budget.env_steps and state.env_steps >= budget.env_steps)
+        or (budget.iterations and state.iteration >= budget.iterations)
+    )
+
+
+def eval_suffix(evaluations: list[dict]) -> str:
+    """`` | eval@N vs random 71.2% [67.1,75.0], ...``: the newest evaluation, for a progress line."""
+    if not evaluations:
+        return ""
+    last = evaluations[-1]
+    parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
+             for r in last["results"]]
+    return f" | eval@{last['iteration']} vs " + ", ".join(parts)
+
+
+class WandbLogger:
+    """wandb run in ``<run_dir>/wandb``: the config, every metric per iteration, the final policy as an artifact."""
+
+    def __init__(self, cfg: TrainConfig, run: RunDir, state: RunState):
+        self.mode = cfg.wandb.mode
+        self.run = None
+        if self.mode == "disabled":
+            return
+        import wandb
+
+        if state.wandb_id is None:  # kept in the run state, so a resumed run continues the same wandb run
+            state.wandb_id = secrets.token_hex(4)
+        self.run = wandb.init(
+            project=cfg.wandb.project, entity=cfg.wandb.entity, group=cfg.wandb.group, tags=list(cfg.wandb.tags),
+            name=f"{cfg.name}-{run.path.name}", mode=self.mode, dir=str(run.path), id=state.wandb_id,
+            resume="allow", config=OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True),
+            settings=wandb.Settings(console="off", quiet=True),
+        )
+        self.log_checkpoint = cfg.wandb.log_checkpoint
+
+    def log(self, result: dict, row: dict[str, Any], league=None) -> None:
+        """One iteration's metrics; with `league` (a rating round was played) its ranking table too."""
+        if self.run is None:
+            return
+        metrics = {f"rllib/{k}": v for k, v in flatten(result).items()}
+        metrics.update({f"progress/{k}": v for k, v in row.items() if v is not None and "/" not in k})
+        metrics.update({k: v for k, v in row.items() if "/" in k and v is not None})
+        if league is not None:
+            from policies.league.leaderboard import ranking_table
+
+            metrics["league/ranking"] = ranking_table(league.store)
+        self.run.log(metrics, step=row["iteration"])
+
+    def finish(self, final: dict | None = None, policy: Path | None = None) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        if final:
+            for r in final["results"]:
+                self.run.summary[f"final/win_rate_vs_{r['opponent']}"] = r["win_rate"]
+                self.run.summary[f"final/ci95_vs_{r['opponent']}"] = list(r["ci95"])
+        if policy is not None and self.log_checkpoint:
+            artifact = wandb.Artifact(f"{self.run.name}-policy".replace("/", "-"), type="model")
+            artifact.add_dir(str(policy))
+            self.run.log_artifact(artifact)
+        self.run.finish()
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, float]:
+    """The numbers of a nested result dict under ``a/b/c`` keys."""
+    out: dict[str, float] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}/"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+        elif hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+            out[name] = value.item()
+    return out
+
+
+def variant_overrides(cfg: TrainConfig) -> str:
+    """``variant.<field>=value`` for every rule that differs from the named variant, for the evaluate command."""
+    from launch import build
+    from ludo_env.rules import Rules
+
+    ours = build.rules_mapping(cfg)
+    named = dataclasses.asdict(Rules.load(ours["name"], players=ours["players"]))
+    diffs = [f"variant.{k}={_yaml_value(v)}" for k, v in ours.items()
+             if k not in ("players",) and _yaml_value(named[k]) != _yaml_value(v)]
+    return "".join(f" {d}" for d in diffs)
+
+
+def _yaml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_yaml_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

@@ -70,9 +70,8 @@ from ray.rllib.utils.metrics import (
 )
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, seat_agent
 from ludo_env.engine.layout import CURRENT
-from ludo_env.multi_agent_env import seat_agent
 from ludo_env.rules import MAX_PLAYERS
 from policies.league.pool import MAIN
 from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, inference_batch

@@ -22,10 +22,8 @@ prints one line and exits with status 2.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
-import secrets
 import signal
 import sys
 import time
@@ -40,7 +38,17 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line  # noqa: E402
 from launch.runs import (  # noqa: E402
-    RunDir, RunState, merge_overrides, record_ray_session, stop_leftovers, write_json)
+    RunDir,
+    RunState,
+    WandbLogger,
+    budget_spent,
+    eval_suffix,
+    merge_overrides,
+    record_ray_session,
+    stop_leftovers,
+    stop_on_sigterm,
+    write_json,
+)
 from launch.schema import RLLIB_ALGOS, TrainConfig, check  # noqa: E402
 
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
@@ -112,7 +120,7 @@ def train(dict_cfg: DictConfig) -> None:
           f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}; wandb {logger.mode})", flush=True)
 
     # 4. train
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
     checkpoint = None
     started = time.perf_counter() - state.elapsed_s
     try:
@@ -242,10 +250,6 @@ def resume_argv(argv: list[str]) -> list[str]:
     return merge_overrides(saved, argv)
 
 
-def _stop_on_sigterm(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 # ---------------------------------------------------------------- 2. seed
 def seed_everything(seed: int) -> None:
     import numpy as np
@@ -257,15 +261,6 @@ def seed_everything(seed: int) -> None:
 
 
 # ---------------------------------------------------------------- 4. train: budget, snapshots
-def budget_spent(cfg: TrainConfig, state: RunState) -> bool:
-    budget = cfg.budget
-    return bool(
-        (budget.minutes and state.elapsed_s >= budget.minutes * 60)
-        or (budget.env_steps and state.env_steps >= budget.env_steps)
-        or (budget.iterations and state.iteration >= budget.iterations)
-    )
-
-
 def env_steps_of(result: dict) -> int:
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
@@ -395,9 +390,9 @@ class PanelEvaluator:
 
     def weights_of(self, policy_folder: Path):
         """A saved policy's weights in the form `RLModule.set_state` takes."""
-        from policies.checkpoints import load_policy
+        from policies.saved import load_module
 
-        return load_policy(policy_folder).get_state()
+        return load_module(policy_folder).get_state()
 
     def write_policy(self, algo, dest: Path) -> None:
         from policies.checkpoints import write_policy
@@ -473,79 +468,6 @@ def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
     return line + eval_suffix(evaluations)
 
 
-def eval_suffix(evaluations: list[dict]) -> str:
-    """`` | eval@N vs random 71.2% [67.1,75.0], ...``: the newest evaluation, for a progress line."""
-    if not evaluations:
-        return ""
-    last = evaluations[-1]
-    parts = [f"{r['opponent']} {100 * r['win_rate']:.1f}% [{100 * r['ci95'][0]:.1f},{100 * r['ci95'][1]:.1f}]"
-             for r in last["results"]]
-    return f" | eval@{last['iteration']} vs " + ", ".join(parts)
-
-
-class WandbLogger:
-    """wandb run in ``<run_dir>/wandb``: the config, every metric per iteration, the final policy as an artifact."""
-
-    def __init__(self, cfg: TrainConfig, run: RunDir, state: RunState):
-        self.mode = cfg.wandb.mode
-        self.run = None
-        if self.mode == "disabled":
-            return
-        import wandb
-
-        if state.wandb_id is None:  # kept in the run state, so a resumed run continues the same wandb run
-            state.wandb_id = secrets.token_hex(4)
-        self.run = wandb.init(
-            project=cfg.wandb.project, entity=cfg.wandb.entity, group=cfg.wandb.group, tags=list(cfg.wandb.tags),
-            name=f"{cfg.name}-{run.path.name}", mode=self.mode, dir=str(run.path), id=state.wandb_id,
-            resume="allow", config=OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True),
-            settings=wandb.Settings(console="off", quiet=True),
-        )
-        self.log_checkpoint = cfg.wandb.log_checkpoint
-
-    def log(self, result: dict, row: dict[str, Any], league=None) -> None:
-        """One iteration's metrics; with `league` (a rating round was played) its ranking table too."""
-        if self.run is None:
-            return
-        metrics = {f"rllib/{k}": v for k, v in flatten(result).items()}
-        metrics.update({f"progress/{k}": v for k, v in row.items() if v is not None and "/" not in k})
-        metrics.update({k: v for k, v in row.items() if "/" in k and v is not None})
-        if league is not None:
-            from policies.league.leaderboard import ranking_table
-
-            metrics["league/ranking"] = ranking_table(league.store)
-        self.run.log(metrics, step=row["iteration"])
-
-    def finish(self, final: dict | None = None, policy: Path | None = None) -> None:
-        if self.run is None:
-            return
-        import wandb
-
-        if final:
-            for r in final["results"]:
-                self.run.summary[f"final/win_rate_vs_{r['opponent']}"] = r["win_rate"]
-                self.run.summary[f"final/ci95_vs_{r['opponent']}"] = list(r["ci95"])
-        if policy is not None and self.log_checkpoint:
-            artifact = wandb.Artifact(f"{self.run.name}-policy".replace("/", "-"), type="model")
-            artifact.add_dir(str(policy))
-            self.run.log_artifact(artifact)
-        self.run.finish()
-
-
-def flatten(tree: dict, prefix: str = "") -> dict[str, float]:
-    """The numbers of a nested result dict under ``a/b/c`` keys."""
-    out: dict[str, float] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{name}/"))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[name] = value
-        elif hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-            out[name] = value.item()
-    return out
-
-
 # ---------------------------------------------------------------- 7. checkpoint, summary
 def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluator, cfg: TrainConfig) -> Path:
     def write_parts(folder: Path) -> None:
@@ -584,26 +506,6 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
         "final_evaluation": final, "evaluate_commands": commands, "evaluations": state.evaluations,
     })
     return "\n".join(lines)
-
-
-def variant_overrides(cfg: TrainConfig) -> str:
-    """``variant.<field>=value`` for every rule that differs from the named variant, for the evaluate command."""
-    from launch import build
-    from ludo_env.rules import Rules
-
-    ours = build.rules_mapping(cfg)
-    named = dataclasses.asdict(Rules.load(ours["name"], players=ours["players"]))
-    diffs = [f"variant.{k}={_yaml_value(v)}" for k, v in ours.items()
-             if k not in ("players",) and _yaml_value(named[k]) != _yaml_value(v)]
-    return "".join(f" {d}" for d in diffs)
-
-
-def _yaml_value(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_yaml_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,11 @@ def step_after_end() -> gym.error.ResetNeeded:
     return gym.error.ResetNeeded("step() after the game ended (terminated or truncated): call reset() first")
 
 
+def seat_agent(seat: int) -> str:
+    """The agent id of a seat in the multi-agent envs (RLlib's and PettingZoo's): ``seat_<n>``."""
+    return f"seat_{seat}"
+
+
 @kernel
 def _count(mask):
     n = 0

@@ -2,13 +2,19 @@
 
 Import this module (it registers the id), then::
 
-    env = gymnasium.make("ludo_env/Ludo-v0", variant="classic",
-                         opponents=["hybrid", "random", "random"], obs="egocentric", reward="sparse")
+    from policies.envs import build_opponent
+    env = gymnasium.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
+                         opponent_factory=build_opponent, obs="egocentric", reward="sparse")
+
+or build it with `policies.envs.make_env` (the same keywords; it passes `build_opponent`).
 
 The learner plays one seat; the other seats are played by `opponents`, in
-turn order after the learner: seed bot names, ``py:package.module:Class`` bots,
-``ckpt:<path>`` policies (see `policies.players`), or objects with
-``act(states, tab, masks)``. ``len(opponents) + 1`` is the number of players.
+turn order after the learner: objects with ``act(states, tab, masks)``, or
+specs that ``opponent_factory(spec, seed, rules)`` turns into such players
+(with `policies.envs.build_opponent`: seed bot names, ``py:package.module:Class``
+bots, ``ckpt:<path>`` policies, each learned one checked against the rules). The env layer does not import the agents
+layer, so the caller passes the factory in. ``len(opponents) + 1`` is the
+number of players.
 ``seat`` fixes the learner's seat; by default it rotates from episode to
 episode (seat 0 always rolls first), so the learner sees every seat.
 
@@ -28,7 +34,7 @@ Version 0.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -41,20 +47,24 @@ from ludo_env.rules import MAX_TOKENS
 ROW = np.zeros(1, dtype=np.int64)
 
 
-def make_opponent(spec: Any, seed: int, rules):
-    """A batched player from a spec string (see `policies.players`) or an object that already has `act`; a
-    learned one must have been trained for `rules` (variant and player count)."""
-    from policies.players import check_fits, make_player
+OpponentFactory = Callable[[Any, int, Any], Any]
+"""``(spec, seed, rules) -> player`` with ``act(states, tab, masks)``; it also gets the players passed in, so it
+can check a learned one fits `rules` (`policies.envs.build_opponent` does both)."""
 
+
+def make_opponent(spec: Any, seed: int, factory: OpponentFactory | None, rules):
+    """A batched player: what `factory` makes of `spec`, or without a factory `spec` itself if it has `act`."""
+    if factory is not None:
+        return factory(spec, seed, rules)
     if hasattr(spec, "act"):
-        check_fits(spec, rules)
         return spec
-    return make_player(str(spec), seed=seed, rules=rules)
+    raise ValueError(f"opponent {spec!r} is not a player (no act method): pass players, or "
+                     "opponent_factory=policies.envs.build_opponent to build them from specs")
 
 
-def make_opponents(specs: Sequence[Any], seed: int, rules) -> list:
+def make_opponents(specs: Sequence[Any], seed: int, factory: OpponentFactory | None, rules) -> list:
     """One player per opponent spec; a seeded reset rebuilds them so their own randomness replays too."""
-    return [make_opponent(spec, seed * len(specs) + i + 1, rules) for i, spec in enumerate(specs)]
+    return [make_opponent(spec, seed * len(specs) + i + 1, factory, rules) for i, spec in enumerate(specs)]
 
 
 def single_agent_settings(variant, opponents, obs, reward, seat, auto_forced_moves, max_plies, rule_overrides):
@@ -77,6 +87,7 @@ class LudoEnv(gym.Env):
         self,
         variant: str = "classic",
         opponents: Sequence[Any] = ("random", "random", "random"),
+        opponent_factory: OpponentFactory | None = None,
         obs: str = "egocentric",
         reward: Any = "sparse",
         seat: int | None = None,
@@ -95,7 +106,8 @@ class LudoEnv(gym.Env):
         self.players = rules.players
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0, rules)
+        self._opponent_factory = opponent_factory
+        self.opponents = make_opponents(opponents, 0, opponent_factory, rules)
         self.observation_space = observation_space(obs)
         self.action_space = ACTION_SPACE
         self.seat = 0 if seat is None else seat
@@ -132,7 +144,7 @@ class LudoEnv(gym.Env):
         if seed is not None:
             # A seeded reset replays exactly: seat rotation and the opponents' own randomness restart too.
             self._episodes = 0
-            self.opponents = make_opponents(self._opponent_specs, seed, self.games.rules)
+            self.opponents = make_opponents(self._opponent_specs, seed, self._opponent_factory, self.games.rules)
         while True:
             self.seat = self.fixed_seat if self.fixed_seat is not None else self._episodes % self.players
             self._episodes += 1

@@ -26,14 +26,10 @@ import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, seat_agent, step_after_end
 
 VERSION = 0
 ROW = np.zeros(1, dtype=np.int64)
-
-
-def seat_agent(seat: int) -> str:
-    return f"seat_{seat}"
 
 
 class LudoMultiAgentEnv(MultiAgentEnv):

@@ -64,12 +64,20 @@ encoders built of per-token blocks (`TOKEN_ENCODERS`: egocentric and
 seed001_flags60); it reads the blocks off `feature_names` (``own{t}.<feature>``,
 ``opp{r}.tok{t}.<feature>``), so it cannot drift from the encoder. The
 token-set network (`policies.networks`) is built on it.
+
+Registry: every encoder is one `Encoder` entry in `REGISTRY` (name, size,
+numba kernel, feature names, token blocks); `ENCODERS`, `OBS_DIMS`,
+`TOKEN_ENCODERS` and the numba dispatch in `_encode_batch` are read off it. An
+unknown name raises `UnknownEncoderError` naming the registered ones; a
+registered encoder without its dispatch branch raises instead of encoding as
+another.
 """
 from __future__ import annotations
 
 import functools
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -96,30 +104,12 @@ from ludo_env.engine.layout import (
 from ludo_env.engine.tactics import gap_ahead, gap_behind, hit_chance, is_opponent_start, is_safe, is_star
 from ludo_env.rules import DIE_FACES, MAX_PLAYERS, MAX_TOKENS
 
-ENCODERS = ("egocentric", "seed000_raw62", "seed000_enc128", "seed001_flags60")
-EGOCENTRIC, RAW62, ENC128, FLAGS60 = range(len(ENCODERS))
 OWN_FEATURES, OPP_FEATURES, GLOBAL_FEATURES = 16, 8, 16
-OBS_DIMS = {
-    "egocentric": MAX_TOKENS * OWN_FEATURES + (MAX_PLAYERS - 1) * MAX_TOKENS * OPP_FEATURES + GLOBAL_FEATURES,
-    "seed000_raw62": 62,
-    "seed000_enc128": 128,
-    "seed001_flags60": 60,
-}
 STRIKE_RANGE = DIE_FACES  # one roll
 
 
 class UnknownEncoderError(ValueError):
     pass
-
-
-def check_encoder(name: str) -> int:
-    if name not in ENCODERS:
-        raise UnknownEncoderError(f"unknown observation encoder {name!r}: choose one of {', '.join(ENCODERS)}")
-    return ENCODERS.index(name)
-
-
-def obs_dim(name: str) -> int:
-    return OBS_DIMS[ENCODERS[check_encoder(name)]]
 
 
 # ------------------------------------------------------------------ helpers
@@ -354,69 +344,135 @@ def _flags60(state, tab, view, mask, out):
             out[at + 11] = 1.0
 
 
-# -------------------------------------------------------------------- batch
-@jit
-def _encode_batch(encoder, states, tab, out):
-    view = np.empty((MAX_PLAYERS, MAX_TOKENS), dtype=states.dtype)
-    mask = np.empty(MAX_TOKENS, dtype=np.int8)
-    out[:, :] = 0.0
-    for b in range(states.shape[0]):
-        view_from(states[b], tab, states[b, CURRENT], view)
-        if encoder == EGOCENTRIC:
-            _egocentric(states[b], tab, view, mask, out[b])
-        elif encoder == RAW62:
-            _raw62(states[b], tab, view, mask, out[b])
-        elif encoder == ENC128:
-            _enc128(states[b], tab, view, mask, out[b])
-        else:
-            _flags60(states[b], tab, view, mask, out[b])
+# ------------------------------------------------------------ feature names
+def _egocentric_names() -> list[str]:
+    own = ["in_base", "on_track", "in_column", "finished", "progress", "on_safe", "danger", "legal",
+           "progress_after", "captures", "ends_safe", "danger_after", "sent_back", "finishes",
+           "gap_ahead", "gap_behind"]
+    opp = ["in_base", "on_track", "in_column", "finished", "square", "progress", "threatens", "target"]
+    names = [f"own{t}.{f}" for t in range(MAX_TOKENS) for f in own]
+    names += [f"opp{r}.tok{t}.{f}" for r in range(1, MAX_PLAYERS) for t in range(MAX_TOKENS) for f in opp]
+    names += [f"die_{d}" for d in range(1, DIE_FACES + 1)]
+    names += [f"finished_row{r}" for r in range(MAX_PLAYERS)] + [f"playing_row{r}" for r in range(MAX_PLAYERS)]
+    return names + ["sixes_in_row", "progress_lead"]
 
 
-def encode(name: str, states: np.ndarray, tab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Features of each game's position seen by its mover: float32 ``(B, obs_dim(name))``."""
-    encoder = check_encoder(name)
-    states = np.ascontiguousarray(states, dtype=np.int16).reshape(-1, STATE_LEN)
-    if out is None:
-        out = np.empty((states.shape[0], OBS_DIMS[name]), dtype=np.float32)
-    _encode_batch(encoder, states, tab, out)
-    return out
+def _raw62_names() -> list[str]:
+    tok = [f"row{r}.tok{t}" for r in range(MAX_PLAYERS) for t in range(MAX_TOKENS)]
+    return ([f"{x}.position" for x in tok] + [f"{x}.home_progress" for x in tok] + [f"{x}.in_base" for x in tok]
+            + [f"base_count_row{r}" for r in range(MAX_PLAYERS)] + [f"finished_row{r}" for r in range(MAX_PLAYERS)]
+            + [f"own{t}.progress" for t in range(MAX_TOKENS)] + ["die", "seat"])
 
 
-def feature_names(name: str) -> list[str]:
-    """One readable name per column of encoder `name`, in order."""
-    check_encoder(name)
-    if name == "egocentric":
-        own = ["in_base", "on_track", "in_column", "finished", "progress", "on_safe", "danger", "legal",
-               "progress_after", "captures", "ends_safe", "danger_after", "sent_back", "finishes",
-               "gap_ahead", "gap_behind"]
-        opp = ["in_base", "on_track", "in_column", "finished", "square", "progress", "threatens", "target"]
-        names = [f"own{t}.{f}" for t in range(MAX_TOKENS) for f in own]
-        names += [f"opp{r}.tok{t}.{f}" for r in range(1, MAX_PLAYERS) for t in range(MAX_TOKENS) for f in opp]
-        names += [f"die_{d}" for d in range(1, DIE_FACES + 1)]
-        names += [f"finished_row{r}" for r in range(MAX_PLAYERS)] + [f"playing_row{r}" for r in range(MAX_PLAYERS)]
-        return names + ["sixes_in_row", "progress_lead"]
-    if name == "seed000_raw62":
-        tok = [f"row{r}.tok{t}" for r in range(MAX_PLAYERS) for t in range(MAX_TOKENS)]
-        return ([f"{x}.position" for x in tok] + [f"{x}.home_progress" for x in tok] + [f"{x}.in_base" for x in tok]
-                + [f"base_count_row{r}" for r in range(MAX_PLAYERS)] + [f"finished_row{r}" for r in range(MAX_PLAYERS)]
-                + [f"own{t}.progress" for t in range(MAX_TOKENS)] + ["die", "seat"])
-    if name == "seed000_enc128":
-        names = [f"row{r}.tok{t}.progress" for r in range(MAX_PLAYERS) for t in range(MAX_TOKENS)]
-        names += [f"lead_row{r}" for r in range(MAX_PLAYERS)] + ["phase"]
-        names += [f"die_{d}" for d in range(1, DIE_FACES + 1)]
-        names += ["strikes"] + [f"threats_row{r}" for r in range(1, MAX_PLAYERS)]
-        names += [f"own{t}.safe_nearby" for t in range(MAX_TOKENS)]
-        return names + [f"unused_{i}" for i in range(len(names), 128)]
+def _enc128_names() -> list[str]:
+    names = [f"row{r}.tok{t}.progress" for r in range(MAX_PLAYERS) for t in range(MAX_TOKENS)]
+    names += [f"lead_row{r}" for r in range(MAX_PLAYERS)] + ["phase"]
+    names += [f"die_{d}" for d in range(1, DIE_FACES + 1)]
+    names += ["strikes"] + [f"threats_row{r}" for r in range(1, MAX_PLAYERS)]
+    names += [f"own{t}.safe_nearby" for t in range(MAX_TOKENS)]
+    return names + [f"unused_{i}" for i in range(len(names), 128)]
+
+
+def _flags60_names() -> list[str]:
     flags = ["can_kill", "can_goal", "can_enter_strip", "can_star", "can_globe", "can_non_danger", "can_die",
              "can_leave_base", "can_enemy_start", "can_move", "on_enemy_start", "on_strip", "in_non_danger",
              "on_globe", "on_star"]
     return [f"own{t}.{f}" for t in range(MAX_TOKENS) for f in flags]
 
 
-# ------------------------------------------------------------------- tokens
+# ----------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class Encoder:
+    """One observation encoder, declared once: everything else (sizes, names, the numba dispatch) reads it."""
+
+    name: str
+    size: int
+    """Features per position."""
+    kernel: Callable
+    """numba kernel ``(state, tab, view, mask, out)`` writing the features of one position into a zeroed `out`."""
+    feature_names: tuple[str, ...]
+    """One name per column, in order."""
+    token_blocks: bool
+    """Its features are blocks per token (``own{t}.<f>``, ``opp{r}.tok{t}.<f>``), read by `token_layout`."""
+
+    def __post_init__(self):
+        if len(self.feature_names) != self.size or len(set(self.feature_names)) != self.size:
+            raise ValueError(f"encoder {self.name!r}: declares {self.size} features but names "
+                             f"{len(set(self.feature_names))} distinct ones")
+
+
+REGISTRY: dict[str, Encoder] = {e.name: e for e in (
+    Encoder("egocentric", MAX_TOKENS * OWN_FEATURES + (MAX_PLAYERS - 1) * MAX_TOKENS * OPP_FEATURES
+            + GLOBAL_FEATURES, _egocentric, tuple(_egocentric_names()), token_blocks=True),
+    Encoder("seed000_raw62", 62, _raw62, tuple(_raw62_names()), token_blocks=False),
+    Encoder("seed000_enc128", 128, _enc128, tuple(_enc128_names()), token_blocks=False),
+    Encoder("seed001_flags60", 60, _flags60, tuple(_flags60_names()), token_blocks=True),
+)}
+ENCODERS = tuple(REGISTRY)
+OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
 # Encoders whose features are blocks per token. The others have per-token scalars spread over
 # the vector (seed000_raw62, seed000_enc128): no block a shared token encoder could read.
-TOKEN_ENCODERS = ("egocentric", "seed001_flags60")
+TOKEN_ENCODERS = tuple(name for name, e in REGISTRY.items() if e.token_blocks)
+# The numba dispatch below switches on these ids (numba cannot call a kernel picked from a Python dict).
+_ID = {name: i for i, name in enumerate(ENCODERS)}
+EGOCENTRIC, RAW62, ENC128, FLAGS60 = (_ID[n] for n in ("egocentric", "seed000_raw62", "seed000_enc128",
+                                                        "seed001_flags60"))
+
+
+def encoder(name: str) -> Encoder:
+    """The registered encoder `name`; an unknown name raises one line naming the registered ones."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UnknownEncoderError(f"unknown observation encoder {name!r}: choose one of {', '.join(ENCODERS)}") from None
+
+
+def check_encoder(name: str) -> int:
+    """The dispatch id of encoder `name`; raises on an unknown name."""
+    encoder(name)
+    return _ID[name]
+
+
+def obs_dim(name: str) -> int:
+    return encoder(name).size
+
+
+def feature_names(name: str) -> list[str]:
+    """One readable name per column of encoder `name`, in order."""
+    return list(encoder(name).feature_names)
+
+
+# -------------------------------------------------------------------- batch
+@jit
+def _encode_batch(encoder_id, states, tab, out):
+    view = np.empty((MAX_PLAYERS, MAX_TOKENS), dtype=states.dtype)
+    mask = np.empty(MAX_TOKENS, dtype=np.int8)
+    out[:, :] = 0.0
+    for b in range(states.shape[0]):
+        view_from(states[b], tab, states[b, CURRENT], view)
+        if encoder_id == EGOCENTRIC:
+            _egocentric(states[b], tab, view, mask, out[b])
+        elif encoder_id == RAW62:
+            _raw62(states[b], tab, view, mask, out[b])
+        elif encoder_id == ENC128:
+            _enc128(states[b], tab, view, mask, out[b])
+        elif encoder_id == FLAGS60:
+            _flags60(states[b], tab, view, mask, out[b])
+        else:  # registered but not wired in here: fail, never encode as another encoder
+            raise ValueError("observation encoder registered without a branch in _encode_batch")
+
+
+def encode(name: str, states: np.ndarray, tab: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Features of each game's position seen by its mover: float32 ``(B, obs_dim(name))``."""
+    spec = encoder(name)
+    states = np.ascontiguousarray(states, dtype=np.int16).reshape(-1, STATE_LEN)
+    if out is None:
+        out = np.empty((states.shape[0], spec.size), dtype=np.float32)
+    _encode_batch(_ID[name], states, tab, out)
+    return out
+
+
+# ------------------------------------------------------------------- tokens
 _OWN_COLUMN = re.compile(r"own(\d+)\.(.+)")
 _OPPONENT_COLUMN = re.compile(r"opp(\d+)\.tok(\d+)\.(.+)")
 
@@ -439,8 +495,7 @@ class TokenLayout:
 
 def token_layout(name: str) -> TokenLayout | None:
     """The per-token layout of encoder `name`, or None if its features are not built of token blocks."""
-    check_encoder(name)
-    return _token_layout(name) if name in TOKEN_ENCODERS else None
+    return _token_layout(name) if encoder(name).token_blocks else None
 
 
 @functools.cache

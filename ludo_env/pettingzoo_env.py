@@ -17,9 +17,8 @@ import numpy as np
 from pettingzoo import AECEnv
 
 from ludo_env.config import EnvConfig
-from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
+from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, seat_agent, step_after_end
 from ludo_env.engine.layout import CURRENT, DIE
-from ludo_env.multi_agent_env import seat_agent
 from ludo_env.observations import encode
 from ludo_env.rules import MAX_TOKENS
 

@@ -3,8 +3,11 @@
 ::
 
     import gymnasium, ludo_env.gym_env
+    from policies.envs import build_opponent
     envs = gymnasium.make_vec("ludo_env/Ludo-v0", num_envs=256, vectorization_mode="vector_entry_point",
-                              opponents=["hybrid", "random", "random"])
+                              opponents=["hybrid", "random", "random"], opponent_factory=build_opponent)
+
+(or `policies.envs.make_vector_env(num_envs=256, opponents=[...])`).
 
 The same game as `ludo_env.gym_env.LudoEnv` (same settings, spaces per game,
 rewards, seat rotation and illegal-action rule), for ``num_envs`` games at
@@ -31,7 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space
 from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
-from ludo_env.gym_env import make_opponents, single_agent_settings
+from ludo_env.gym_env import OpponentFactory, make_opponents, single_agent_settings
 
 
 class LudoVectorEnv(VectorEnv):
@@ -42,6 +45,7 @@ class LudoVectorEnv(VectorEnv):
         num_envs: int = 16,
         variant: str = "classic",
         opponents: Sequence[Any] = ("random", "random", "random"),
+        opponent_factory: OpponentFactory | None = None,
         obs: str = "egocentric",
         reward: Any = "sparse",
         seat: int | None = None,
@@ -60,7 +64,8 @@ class LudoVectorEnv(VectorEnv):
                                self.config.max_plies)
         self.fixed_seat = seat
         self._opponent_specs = opponents
-        self.opponents = make_opponents(opponents, 0, rules)
+        self._opponent_factory = opponent_factory
+        self.opponents = make_opponents(opponents, 0, opponent_factory, rules)
         self.single_observation_space = observation_space(obs)
         self.single_action_space = ACTION_SPACE
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -113,7 +118,7 @@ class LudoVectorEnv(VectorEnv):
             self._seeds = np.random.default_rng(seed)
             self._game_seeds = None
             self._episodes[:] = 0
-            self.opponents = make_opponents(self._opponent_specs, seed, self.games.rules)
+            self.opponents = make_opponents(self._opponent_specs, seed, self._opponent_factory, self.games.rules)
         self._start(np.arange(self.num_envs))
         return self._observe(), self._info(np.zeros(self.num_envs, dtype=bool))
 
@@ -130,7 +135,8 @@ class LudoVectorEnv(VectorEnv):
         if all(s is not None for s in seeds):
             # The opponents play every game in one batch, so their own randomness follows the whole list.
             opponent_seed = int(np.random.SeedSequence([int(s) for s in seeds]).generate_state(1)[0])
-            self.opponents = make_opponents(self._opponent_specs, opponent_seed, self.games.rules)
+            self.opponents = make_opponents(self._opponent_specs, opponent_seed, self._opponent_factory,
+                                            self.games.rules)
 
     def step(self, actions):
         games = self.games

@@ -2,24 +2,24 @@
 
 Training writes one into every checkpoint (``<checkpoint>/policy``). It holds:
 
-* ``policy.json``: ``format`` (`POLICY_FORMAT`), ``kind`` (``ppo`` or ``dqn``: an
-  RLModule; or a kind of `AGENT_LOADERS`: ``ga_ann``, ``td_value``),
+* ``policy.json``: ``format`` (`POLICY_FORMAT`), ``kind`` (a kind of
+  `policies.saved.REGISTRY`: ``ppo`` or ``dqn``, an RLModule; ``ga_ann``, ``td_value``),
   ``model_config`` (the encoder name ``obs``, the rules ``variant``, ``players``,
   the ``network``, the ``reward`` its value head learned, the algorithm's head
   settings) and ``obs_dim``;
 * ``weights.pt``: the module's ``state_dict`` (tensors only), read back with
   ``torch.load(weights_only=True)``, so loading runs no code from the file.
 
-`load_policy` accepts that folder, a training checkpoint that contains one, or
-a training run folder (its newest checkpoint); RLlib's own single-module
-checkpoints (which are pickles) are handled by `policies.modules`.
+`find_policy` accepts that folder, a training checkpoint that contains one, or
+a training run folder (its newest checkpoint). This module is the file format
+only; `policies.saved` loads a folder by its kind (players, values, modules);
+RLlib's own single-module checkpoints (which are pickles) are handled by
+`policies.modules`.
 Anything missing or damaged raises `PolicyFileError` with one line.
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -38,14 +38,6 @@ CHECKPOINT_PREFIX = "iter_"
 
 class PolicyFileError(ValueError):
     """A policy folder that cannot be loaded; one line for the user."""
-
-
-AGENT_LOADERS = {
-    "ga_ann": "policies.evolution:load_player",
-    "td_value": "policies.td_lambda:load_player",
-}
-"""Policy kinds that are not RLlib modules, and the ``module:function(folder, meta, spec) -> Player`` that plays
-each; ``ppo`` and ``dqn`` folders are RLModules (`load_policy`)."""
 
 
 def write_policy(dest: str | Path, kind: str, model_config: dict[str, Any], state_dict: dict[str, Any],
@@ -139,73 +131,9 @@ def read_meta(folder: Path) -> dict[str, Any]:
     return meta
 
 
-def load_agent_player(path: str | Path, spec: str):
-    """The `Player` of a policy folder whose kind is in `AGENT_LOADERS`, else None (an RLModule or no policy)."""
-    import importlib
-
-    try:
-        folder = find_policy(path)
-    except PolicyFileError:
-        return None
-    meta = read_meta(folder)
-    target = AGENT_LOADERS.get(meta.get("kind"))
-    if target is None:
-        return None
-    module_name, _, function = target.partition(":")
-    return getattr(importlib.import_module(module_name), function)(folder, meta, spec)
-
-
 def load_weights(folder: Path) -> dict[str, Any]:
     """The tensors of ``weights.pt``, loaded with ``weights_only`` (no code runs); `PolicyFileError` if damaged."""
     try:
         return torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
     except Exception as err:
         raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
-
-
-@contextlib.contextmanager
-def _quiet_ray_deprecations():
-    """Ray's deprecation warnings off for a moment: a user loading a policy can do nothing about them, and they
-    would put a second line next to a one-line error."""
-    logger = logging.getLogger("ray._common.deprecation")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def load_policy(path: str | Path):
-    """The RLModule saved at `path` (see `find_policy`), weights loaded, in eval mode."""
-    from ludo_env.core import ACTION_SPACE, observation_space
-    from ludo_env.observations import obs_dim
-    from policies.modules import module_spec
-
-    folder = find_policy(path)
-    meta = read_meta(folder)
-    kind, model_config = meta.get("kind"), meta.get("model_config")
-    if kind not in ("ppo", "dqn") or not isinstance(model_config, dict) or "obs" not in model_config:
-        raise PolicyFileError(f"'{folder / POLICY_JSON}' lacks kind (ppo or dqn) or model_config.obs")
-    obs = model_config["obs"]
-    try:
-        if obs_dim(obs) != meta.get("obs_dim"):
-            raise PolicyFileError(
-                f"'{folder}': encoder '{obs}' now gives {obs_dim(obs)} features, the policy was trained on "
-                f"{meta.get('obs_dim')}"
-            )
-        with _quiet_ray_deprecations():  # RLlib's own catalog code uses a constructor it deprecates
-            module = module_spec(kind, observation_space(obs), ACTION_SPACE, model_config).build()
-    except PolicyFileError:
-        raise
-    except Exception as err:  # an encoder or network this version does not know
-        raise PolicyFileError(f"'{folder}': cannot rebuild the module: {' '.join(str(err).split())}") from None
-    state = load_weights(folder)
-    try:
-        missing, unexpected = module.load_state_dict(state, strict=False)
-    except Exception as err:
-        raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
-    if missing:
-        raise PolicyFileError(f"'{folder / WEIGHTS}' lacks {len(missing)} tensors of the module, e.g. {missing[0]}")
-    module.eval()
-    return module

@@ -91,13 +91,14 @@ from ludo_env.engine.frame import view_from
 from ludo_env.engine.jit import kernel
 from ludo_env.engine.kernels import _seat_pips
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, R_PLAYERS, R_TOKENS, STATE_DTYPE, STATE_LEN
-from ludo_env.observations import _flags60, encode
+from ludo_env.observations import encode, encoder
 from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, Rules
 from policies.bots.kernels import choose
 
 KIND = "ga_ann"
 OBS = "seed001_flags60"
-INPUTS = 60
+_OBS_KERNEL = encoder(OBS).kernel  # called per decision inside the numba game loop
+INPUTS = encoder(OBS).size
 HIDDEN = 6
 OUTPUTS = MAX_TOKENS
 INIT_RANGE = 0.77
@@ -241,7 +242,7 @@ def read_chromosome(path: str | Path) -> tuple[np.ndarray, int]:
 
 
 def load_player(folder: Path, meta: dict[str, Any], spec: str) -> AnnPlayer:
-    """The `Player` of a ``ga_ann`` policy folder (``policies.checkpoints.AGENT_LOADERS``)."""
+    """The `Player` of a ``ga_ann`` policy folder (its loader in ``policies.saved.REGISTRY``)."""
     chromosome, hidden = read_chromosome(folder)
     return AnnPlayer(spec, chromosome, hidden)
 
@@ -291,7 +292,7 @@ def _play_ann_games(states, tab, dice, bot_rng, masks, weights, hidden, chrom_of
                 for i in range(features.shape[0]):
                     features[i] = 0.0
                 view_from(s, tab, s[CURRENT], view)  # as ludo_env.observations.encode does
-                _flags60(s, tab, view, scratch_mask, features)
+                _OBS_KERNEL(s, tab, view, scratch_mask, features)
                 t = ann_choice(w, hidden, features, masks[b], logits)
             else:
                 t = choose(bot, s, tab, masks[b], bot_rng, b)

@@ -48,6 +48,9 @@ algorithm checkpoint, ``<ckpt>/learner_group/learner/rl_module/<module_id>``) in
 """
 from __future__ import annotations
 
+import contextlib
+import logging
+
 import dataclasses
 import functools
 from collections.abc import Mapping
@@ -69,10 +72,14 @@ from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
 
+from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.engine import compile_rules
+from ludo_env.observations import obs_dim
 from ludo_env.rules import Rules
 from policies.bots import Bot
+from policies.checkpoints import POLICY_JSON, WEIGHTS, PolicyFileError, find_policy, load_weights, read_meta
 from policies.networks import NetworkConfig
+from policies.saved import SAVED_MODULE_KINDS, load_module
 
 OBSERVATIONS = "observations"
 ACTION_MASK = "action_mask"
@@ -437,8 +444,6 @@ def load_checkpoint_player(path: str | Path) -> ModulePlayer:
     or an RLlib single-module checkpoint (e.g. from ``module.save_to_path``;
     RLlib restores it by unpickling, so load only files you trust).
     """
-    from policies.checkpoints import PolicyFileError, find_policy, load_policy
-
     path = Path(path)
     if not (path / RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME).is_file():
         try:
@@ -448,7 +453,7 @@ def load_checkpoint_player(path: str | Path) -> ModulePlayer:
                 f"'{path}' holds no policy: give a training run folder, a checkpoint or policy folder of one, "
                 "or an RLModule checkpoint (<ckpt>/learner_group/learner/rl_module/<module_id>)"
             ) from None
-        return ModulePlayer(load_policy(path))
+        return ModulePlayer(load_module(path))
     try:
         module = RLModule.from_checkpoint(path.resolve().as_posix())
     except ValueError as e:  # e.g. an algorithm checkpoint's root: its class is no RLModule
@@ -458,3 +463,48 @@ def load_checkpoint_player(path: str | Path) -> ModulePlayer:
             f"'{path}' holds several modules ({', '.join(module.keys())}): load one of them, '{path}/<module_id>'"
         )
     return ModulePlayer(module)
+
+
+@contextlib.contextmanager
+def _quiet_ray_deprecations():
+    """Ray's deprecation warnings off for a moment: a user loading a policy can do nothing about them, and they
+    would put a second line next to a one-line error."""
+    logger = logging.getLogger("ray._common.deprecation")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def load_policy(path: str | Path):
+    """The RLModule saved in the policy folder at `path` (see `find_policy`), weights loaded, in eval mode."""
+    folder = find_policy(path)
+    meta = read_meta(folder)
+    kind, model_config = meta.get("kind"), meta.get("model_config")
+    if kind not in SAVED_MODULE_KINDS or not isinstance(model_config, dict) or "obs" not in model_config:
+        raise PolicyFileError(f"'{folder / POLICY_JSON}' lacks kind ({' or '.join(SAVED_MODULE_KINDS)}) "
+                              "or model_config.obs")
+    obs = model_config["obs"]
+    try:
+        if obs_dim(obs) != meta.get("obs_dim"):
+            raise PolicyFileError(
+                f"'{folder}': encoder '{obs}' now gives {obs_dim(obs)} features, the policy was trained on "
+                f"{meta.get('obs_dim')}"
+            )
+        with _quiet_ray_deprecations():  # RLlib's own catalog code uses a constructor it deprecates
+            module = module_spec(kind, observation_space(obs), ACTION_SPACE, model_config).build()
+    except PolicyFileError:
+        raise
+    except Exception as err:  # an encoder or network this version does not know
+        raise PolicyFileError(f"'{folder}': cannot rebuild the module: {' '.join(str(err).split())}") from None
+    state = load_weights(folder)
+    try:
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except Exception as err:
+        raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
+    if missing:
+        raise PolicyFileError(f"'{folder / WEIGHTS}' lacks {len(missing)} tensors of the module, e.g. {missing[0]}")
+    module.eval()
+    return module

@@ -18,9 +18,9 @@ every game in which that player is to move.
     your own bot (below). The module is imported as Python would from the
     current directory.
 ``ckpt:<path>``
-    a saved agent: a PPO or DQN policy (``policies.modules.load_checkpoint_player``,
-    needs torch and ray), or an agent kind of ``policies.checkpoints.AGENT_LOADERS``
-    (the GA-evolved network, a TD(λ) value played greedily).
+    a saved agent, loaded by its kind (``policies.saved.REGISTRY``): a PPO or DQN
+    policy (needs torch and ray), the GA-evolved network, a TD(λ) value played
+    greedily; or an RLlib module checkpoint (``policies.modules.load_checkpoint_player``).
 ``search:<path>?depth=2&opponent=maxn``
     expectimax over the dice on the value saved at `path` (``policies.search``).
 ``mcts:<path>?sims=64``
@@ -317,14 +317,21 @@ def _load_checkpoint_player(spec: str) -> Player:
     if not Path(path).exists():
         raise PlayerSpecError(f"player '{spec}': checkpoint '{path}' does not exist")
     try:
-        from policies.checkpoints import PolicyFileError, load_agent_player
+        from policies.checkpoints import PolicyFileError, find_policy  # torch: imported only for a checkpoint
 
-        agent = load_agent_player(path, spec)  # a GA network or a TD(lambda) value: no RLlib needed
-        if agent is not None:
-            agent.trained_for = trained_for(path)
-            return agent
+        try:
+            folder = find_policy(path)
+        except PolicyFileError:
+            folder = None  # maybe an RLlib single-module checkpoint, which policies.modules reads
+        if folder is not None:
+            from policies.saved import load_player
+
+            player = load_player(folder, spec)
+            if getattr(player, "trained_for", None) is None:  # a GA network or a TD(lambda) value
+                player.trained_for = trained_for(path)
+            return player
         from policies.modules import load_checkpoint_player
-    except PolicyFileError as err:
+    except ValueError as err:  # PolicyFileError: a damaged folder or an unknown kind, one line
         raise PlayerSpecError(f"player '{spec}': {_one_line(err)}") from err
     except ModuleNotFoundError as err:
         missing = (err.name or "").split(".")[0]
@@ -339,6 +346,13 @@ def _load_checkpoint_player(spec: str) -> Player:
     except ValueError as err:  # not a module checkpoint: its message is already one line for the user
         raise PlayerSpecError(f"player '{spec}': {_one_line(err)}") from err
     return CheckpointPlayer(spec, module)
+
+
+def module_folder_player(folder: Path, meta: dict[str, Any], spec: str) -> CheckpointPlayer:
+    """A PPO or DQN policy folder as a player named `spec` (its loader in `policies.saved.REGISTRY`)."""
+    from policies.modules import ModulePlayer, load_policy
+
+    return CheckpointPlayer(spec, ModulePlayer(load_policy(folder)))
 
 
 def _load_search_player(spec: str, seed: int) -> Player:

@@ -11,7 +11,7 @@ Player spec
 ``<value source>``
     a policy folder, checkpoint or run folder (as for ``ckpt:``) of a TD(λ)
     value (`policies.td_lambda`), a PPO policy (its critic) or a DQN policy
-    (its max-Q); see `load_value_source`.
+    (its max-Q); see `policies.saved.load_value_source`.
 ``depth`` (default 2, 1..3)
     decisions looked at. 1: move to the afterstate the value rates best
     (`GreedyPlayer`). 2: for each of the mover's moves, each of the six rolls
@@ -409,22 +409,11 @@ class ModuleValue:
             return torch.where(torch.isfinite(best), best, torch.zeros_like(best)).numpy().astype(np.float32)
 
 
-def load_value_source(path: str | Path, name: str | None = None) -> ValueSource:
-    """The value source saved at `path`: a TD(λ) value, or a PPO / DQN policy's value head (`ModuleValue`)."""
-    from policies.checkpoints import PolicyFileError, find_policy, load_policy, read_meta
+def module_value_source(folder: Path, meta: dict[str, Any], name: str) -> ModuleValue:
+    """A PPO or DQN policy folder's value head (`policies.saved` loads ``ppo`` and ``dqn`` values with this)."""
+    from policies.modules import load_policy
 
-    folder = find_policy(path)
-    meta = read_meta(folder)
-    kind = meta.get("kind")
-    name = name or str(path)
-    if kind == "td_value":
-        from policies.td_lambda import load_value
-
-        return load_value(folder)
-    if kind in ("ppo", "dqn"):
-        return ModuleValue(load_policy(folder), kind, meta["model_config"], name)
-    raise PolicyFileError(f"'{folder}' holds a {kind} policy, which has no value to search with: "
-                          "give a TD(lambda), PPO or DQN policy")
+    return ModuleValue(load_policy(folder), meta["kind"], meta["model_config"], name)
 
 
 # ------------------------------------------------------------------ specs
@@ -456,7 +445,10 @@ def reject_unknown(options: dict[str, str], spec: str, allowed: tuple[str, ...])
 
 @functools.lru_cache(maxsize=16)
 def cached_value_source(path: str) -> ValueSource:
-    """`load_value_source` once per resolved path: a league or a tournament builds its players again and again."""
+    """`policies.saved.load_value_source` once per resolved path: a league or a tournament builds its players
+    again and again."""
+    from policies.saved import load_value_source  # torch is imported only when a value is loaded
+
     return load_value_source(path)
 
 

@@ -489,6 +489,11 @@ def load_value(path: str | Path, name: str | None = None):
     return value
 
 
+def value_source(folder: Path, meta: dict[str, Any], name: str):
+    """A ``td_value`` folder as a search value (`policies.saved`); named ``td:<folder>``, as search always named it."""
+    return load_value(folder)
+
+
 def load_player(folder: Path, meta: dict[str, Any], spec: str) -> GreedyPlayer:
     """``ckpt:<path>`` of a ``td_value`` policy: greedy over afterstates on its value."""
     return GreedyPlayer(load_value(folder, name=spec), name=spec)

@@ -26,7 +26,7 @@ def final_evaluation(cfg, rules, policy: Path) -> dict[str, Any]:
 
 def final_lines(cfg, policy: Path, final: dict[str, Any] | None) -> tuple[list[str], list[str]]:
     """Summary lines of a final evaluation (win rate, Wilson 95% interval) and the commands that replay it."""
-    from launch.train import variant_overrides
+    from launch.runs import variant_overrides
     from policies.league.evaluation import evaluate_command
 
     players = int(cfg.variant.players)

@@ -68,7 +68,7 @@ FITNESS_PLOT = "fitness.png"
 
 def train(cfg: TrainConfig) -> None:
     from launch import build
-    from launch.train import WandbLogger, _stop_on_sigterm
+    from launch.runs import WandbLogger, stop_on_sigterm
     from ludo_env.rules import Rules
     from policies.checkpoints import POLICY_DIR
     from policies.evolution import OBS, FitnessSpec, GAParams, n_weights
@@ -116,7 +116,7 @@ def train(cfg: TrainConfig) -> None:
           f"{tasks} Ray tasks per generation; wandb {logger.mode})", flush=True)
 
     # 3. evolve
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a scheduler's stop saves the population, like Ctrl-C
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves the population, like Ctrl-C
     started = time.perf_counter() - state.elapsed_s
     try:
         while not budget_spent(cfg, state):

@@ -51,7 +51,7 @@ def train(cfg: TrainConfig) -> None:
     import torch
 
     from launch import build
-    from launch.train import WandbLogger
+    from launch.runs import WandbLogger
     from launch.trainers import final_evaluation
     from ludo_env.engine.layout import compile_rules
     from ludo_env.observations import encode

@@ -56,7 +56,7 @@ def train(cfg: TrainConfig) -> None:
     import torch
 
     from launch import build
-    from launch.train import WandbLogger, _stop_on_sigterm, budget_spent
+    from launch.runs import WandbLogger, budget_spent, stop_on_sigterm
     from ludo_env.engine.layout import compile_rules
     from ludo_env.rules import Rules
     from policies.td_lambda import DEFAULT_ALPHA, SelfPlay, make_learner, make_value
@@ -99,7 +99,7 @@ def train(cfg: TrainConfig) -> None:
     # 3. train
     import signal
 
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
     started = time.perf_counter() - state.elapsed_s
     saved_at = state.iteration if checkpoint is not None else None
     try:
@@ -217,7 +217,7 @@ def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
     line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>11,} | {row['env_steps_per_s']:,.0f} steps/s | "
             f"{row['minutes']:6.1f} min | td rmse {fmt(row['td_rmse'], '.4f')} | games {row['games_finished']} "
             f"(len {fmt(row['game_length'], '.0f')}) | |w| {row['weight_norm']:.2f}")
-    from launch.train import eval_suffix
+    from launch.runs import eval_suffix
 
     return line + eval_suffix(evaluations)
 

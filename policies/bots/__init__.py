@@ -13,17 +13,23 @@ from __future__ import annotations
 import numpy as np
 
 from ludo_env.engine.rng import streams
-from policies.bots.kernels import BOT_NAMES, choose, choose_batch  # noqa: F401
+from policies.bots.kernels import BOT_NAMES, REGISTRY, BuiltinBot, choose, choose_batch  # noqa: F401
 
 
 class UnknownBotError(ValueError):
     pass
 
 
+def builtin_bot(name: str) -> BuiltinBot:
+    """The registered bot `name`; an unknown name raises one line naming the registered ones."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UnknownBotError(f"unknown bot {name!r}: choose one of {', '.join(BOT_NAMES)}") from None
+
+
 def bot_id(name: str) -> int:
-    if name not in BOT_NAMES:
-        raise UnknownBotError(f"unknown bot {name!r}: choose one of {', '.join(BOT_NAMES)}")
-    return BOT_NAMES.index(name)
+    return builtin_bot(name).id
 
 
 class Bot:

@@ -5,27 +5,16 @@ move does, `tactics` for the opponents' next roll), so it plays every variant
 by the same rules the engine enforces. Ties between equally good tokens go to
 `fast` (the most advanced token), then to the lowest token index.
 
-=========  =============  =====================================================
-id         name           choice (source)
-=========  =============  =====================================================
-0          random         uniformly random legal token
-1          fast           most advanced token (seed 003 §8)
-2          aggressive     strike, else chase, else fast (seed 003 §10)
-3          defensive      least risk to the own tokens after the move, else
-                          fast (seed 003 §11)
-4          hybrid         highest MoveAdvantage = (future reward - future risk)
-                          - (current reward - current risk), else fast
-                          (seed 003 §12)
-5          semi_smart     first token that can leave the base, else the first
-                          that can move (seed 001 §2.1)
-6          heuristic000   capture, then reach home, then land on a safe square,
-                          then advance furthest (seed 000 HeuristicBot)
-=========  =============  =====================================================
+The bots, their ids and what each plays are the entries of `REGISTRY` below
+(one `BuiltinBot` each); `choose` switches on the id, and an id with no branch
+there raises instead of playing another bot.
 
 "Loss" below is the progress a token gives up if sent back: its progress minus
 the restart point (base, or the start square where tokens start on the board).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ludo_env.engine.batch import random_legal
 from ludo_env.engine.jit import inline_kernel, kernel
@@ -47,8 +36,32 @@ from ludo_env.engine.layout import (
 from ludo_env.engine.tactics import DIE_FACES, gap_ahead, hit_chance, is_safe
 from ludo_env.rules import MAX_TOKENS
 
-RANDOM, FAST, AGGRESSIVE, DEFENSIVE, HYBRID, SEMI_SMART, HEURISTIC000 = range(7)
-BOT_NAMES = ("random", "fast", "aggressive", "defensive", "hybrid", "semi_smart", "heuristic000")
+
+@dataclass(frozen=True)
+class BuiltinBot:
+    """One built-in bot: its name, the id `choose` dispatches on, and what it plays (with its source)."""
+
+    name: str
+    id: int
+    description: str
+
+
+REGISTRY: dict[str, BuiltinBot] = {b.name: b for b in (
+    BuiltinBot("random", 0, "uniformly random legal token"),
+    BuiltinBot("fast", 1, "most advanced token (seed 003 §8)"),
+    BuiltinBot("aggressive", 2, "strike, else chase, else fast (seed 003 §10)"),
+    BuiltinBot("defensive", 3, "least risk to the own tokens after the move, else fast (seed 003 §11)"),
+    BuiltinBot("hybrid", 4, "highest MoveAdvantage = (future reward - future risk) - (current reward - current "
+                            "risk), else fast (seed 003 §12)"),
+    BuiltinBot("semi_smart", 5, "first token that can leave the base, else the first that can move (seed 001 §2.1)"),
+    BuiltinBot("heuristic000", 6, "capture, then reach home, then land on a safe square, then advance furthest "
+                                  "(seed 000 HeuristicBot)"),
+)}
+BOT_NAMES = tuple(REGISTRY)
+# The ids `choose` switches on (numba reads these module constants, not the dict).
+RANDOM, FAST, AGGRESSIVE, DEFENSIVE, HYBRID, SEMI_SMART, HEURISTIC000 = (REGISTRY[n].id for n in BOT_NAMES)
+if sorted(b.id for b in REGISTRY.values()) != list(range(len(REGISTRY))):
+    raise ValueError(f"policies.bots.kernels.REGISTRY: bot ids must be 0..{len(REGISTRY) - 1}, each once")
 
 EXPECTED_BONUS_ROLL = 3.5  # seed 003 §12.2: the mean die of the extra turn a strike earns
 TIE = 1e-9
@@ -276,7 +289,10 @@ def choose(bot_id, state, tab, mask, rng, stream):
         return _best_scored(state, tab, legal, True)
     if bot_id == SEMI_SMART:
         return _semi_smart(state, tab, legal)
-    return _heuristic000(state, tab, legal)
+    if bot_id == HEURISTIC000:
+        return _heuristic000(state, tab, legal)
+    # An id registered without a branch here (or no bot at all): fail, never play another bot.
+    raise ValueError("bot id has no branch in policies.bots.kernels.choose")
 
 
 @kernel

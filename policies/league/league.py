@@ -253,7 +253,7 @@ class League:
     # ------------------------------------------------------------------ rating rounds
     def player(self, member: Member, main_player=None):
         """The member as a `policies.players.Player` named after it (learned members are cached)."""
-        from policies.players import CheckpointPlayer, make_player
+        from policies.players import make_player
 
         if member.kind == "main":
             if main_player is None:
@@ -266,9 +266,9 @@ class League:
                 player = make_player(member.spec)
                 player.name = member.name
             else:
-                from policies.modules import load_checkpoint_player
+                from policies.saved import load_player
 
-                player = CheckpointPlayer(member.name, load_checkpoint_player(self.policy_folder(member)))
+                player = load_player(self.policy_folder(member), member.name)
             self._players[member.name] = player
         return self._players[member.name]
 

@@ -8,7 +8,8 @@ import pytest
 
 from ludo_env.engine.layout import PLACES
 from policies.players import PlayerSpecError, make_player
-from policies.search import ModuleValue, load_value_source
+from policies.saved import load_value_source
+from policies.search import ModuleValue
 from tests.league.tiny_policy import write_tiny_policy
 from tests.positions import mid_game_positions
 

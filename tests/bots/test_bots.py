@@ -6,8 +6,9 @@ import pytest
 
 from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random
 from ludo_env.engine.layout import OVER
-from ludo_env.rules import Rules
-from policies.bots import BOT_NAMES, Bot, UnknownBotError
+from ludo_env.engine.rng import streams
+from ludo_env.rules import Rules, available_variants
+from policies.bots import BOT_NAMES, REGISTRY, Bot, UnknownBotError, builtin_bot, choose_batch
 from tests.positions import position, square_progress
 
 CLASSIC = Rules.load("classic")
@@ -104,7 +105,7 @@ def test_random_bot_is_uniform_over_legal_tokens():
     assert np.all(np.abs(counts[:3] / picks.size - 1 / 3) < 0.02)
 
 
-@pytest.mark.parametrize("variant", ["classic", "pyludo", "ucsd", "quick"])
+@pytest.mark.parametrize("variant", available_variants())
 @pytest.mark.parametrize("name", BOT_NAMES)
 def test_every_bot_picks_a_legal_token_in_reachable_positions(variant, name):
     rules = Rules.load(variant)
@@ -124,3 +125,16 @@ def test_unknown_bot_is_one_line_listing_the_bots():
     with pytest.raises(UnknownBotError) as err:
         Bot("smart")
     assert "\n" not in str(err.value) and "hybrid" in str(err.value)
+    assert all(name in str(err.value) for name in REGISTRY)
+
+
+def test_an_id_without_a_branch_in_choose_raises_instead_of_playing_another_bot():
+    states, tab, masks = position(CLASSIC, QUIET, 3)
+    out = np.empty(1, dtype=np.int64)
+    with pytest.raises(ValueError, match="no branch"):
+        choose_batch(len(REGISTRY), states, tab, masks, streams(0, 1), out)
+
+
+def test_registered_ids_are_distinct_and_dense():
+    assert sorted(b.id for b in REGISTRY.values()) == list(range(len(REGISTRY)))
+    assert [builtin_bot(name).id for name in BOT_NAMES] == [REGISTRY[name].id for name in BOT_NAMES]

@@ -7,7 +7,7 @@ import pytest
 from ludo_env.config import EnvConfigError
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from ludo_env.rewards import RewardConfig, RewardConfigError
-from ludo_env.rules import RulesError
+from ludo_env.rules import Rules, RulesError, available_variants
 
 
 def play_multi_agent(env: LudoMultiAgentEnv, seed: int, pick=lambda mask, rng: rng.choice(np.flatnonzero(mask))):
@@ -32,8 +32,10 @@ def test_gymnasium_env_passes_check_env_and_plays_to_the_end():
     from gymnasium.utils.env_checker import check_env
 
     import ludo_env.gym_env  # noqa: F401  (registers ludo_env/Ludo-v0)
+    from policies.envs import build_opponent
 
-    env = gym.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"], obs="seed001_flags60")
+    env = gym.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
+                   opponent_factory=build_opponent, obs="seed001_flags60")
     check_env(env.unwrapped, skip_render_check=True)
     seats = set()
     for episode in range(4):
@@ -50,9 +52,9 @@ def test_gymnasium_env_passes_check_env_and_plays_to_the_end():
 
 
 def test_gymnasium_env_fixed_seat_and_illegal_action_reported():
-    from ludo_env.gym_env import LudoEnv
+    from policies.envs import make_env
 
-    env = LudoEnv(variant="ucsd", opponents=["fast"], seat=1)
+    env = make_env(variant="ucsd", opponents=["fast"], seat=1)
     obs, info = env.reset(seed=3)
     assert info["seat"] == 1
     illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0]) if not obs["action_mask"].all() else None
@@ -70,7 +72,8 @@ def test_pettingzoo_api_test():
     api_test(LudoAEC(variant="classic", players=2, reward="potential"), num_cycles=2000, verbose_progress=False)
 
 
-@pytest.mark.parametrize("variant,players", [("classic", 2), ("classic", 3), ("pyludo", 4), ("ucsd", 4), ("quick", 4)])
+@pytest.mark.parametrize("variant,players", [(name, players) for name in available_variants()
+                                             for players in Rules.load(name).allowed_players])
 def test_multi_agent_episode_ends_with_every_seat_paid(variant, players):
     env = LudoMultiAgentEnv({"variant": variant, "players": players})
     rewards, infos, term, _ = play_multi_agent(env, seed=11)
@@ -191,10 +194,11 @@ def test_vector_env_steps_many_games_with_same_step_autoreset():
     import gymnasium as gym
 
     import ludo_env.gym_env  # noqa: F401
+    from policies.envs import build_opponent
 
     def run(seed):
         envs = gym.make_vec("ludo_env/Ludo-v0", num_envs=32, vectorization_mode="vector_entry_point",
-                            opponents=["hybrid", "random", "random"])
+                            opponents=["hybrid", "random", "random"], opponent_factory=build_opponent)
         obs, info = envs.reset(seed=seed)
         trace, ends, seats = [], [], set()
         for _ in range(60):
@@ -219,10 +223,24 @@ def test_vector_env_steps_many_games_with_same_step_autoreset():
     np.testing.assert_array_equal(trace, run(5)[0])  # a seeded reset replays
 
 
-def test_gym_env_opponents_can_be_py_bots():
+def test_the_gym_envs_take_players_and_refuse_a_spec_without_a_factory_in_one_line():
     from ludo_env.gym_env import LudoEnv
+    from ludo_env.vector_env import LudoVectorEnv
+    from policies.bots import Bot
 
-    env = LudoEnv(variant="classic", opponents=["py:tests.evaluate.example_bot:FurthestBehind"])
+    env = LudoEnv(opponents=[Bot("fast"), Bot("random", seed=2)])  # players need no factory
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for make in (LudoEnv, lambda **kw: LudoVectorEnv(4, **kw)):
+        with pytest.raises(ValueError, match="opponent 'hybrid' is not a player") as err:
+            make(opponents=["hybrid"])
+        assert "\n" not in str(err.value)
+
+
+def test_gym_env_opponents_can_be_py_bots():
+    from policies.envs import make_env
+
+    env = make_env(variant="classic", opponents=["py:tests.evaluate.example_bot:FurthestBehind"])
     obs, info = env.reset(seed=1)
     done = False
     while not done:

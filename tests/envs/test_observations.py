@@ -3,12 +3,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ludo_env.engine import compile_rules, new_batch, play_random
+from ludo_env.engine.frame import view_from
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, TOKENS
-from ludo_env.observations import ENCODERS, OBS_DIMS, UnknownEncoderError, encode, feature_names
-from ludo_env.rules import Rules
+from ludo_env.observations import (
+    ENCODERS,
+    OBS_DIMS,
+    REGISTRY,
+    Encoder,
+    UnknownEncoderError,
+    _encode_batch,
+    encode,
+    feature_names,
+    obs_dim,
+)
+from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, Rules
 from tests.positions import position, square_progress
 
 CLASSIC = Rules.load("classic")
@@ -116,3 +128,35 @@ def test_raw62_fixed_slots():
 def test_unknown_encoder_is_one_line():
     with pytest.raises(UnknownEncoderError, match="choose one of egocentric"):
         encode("pixels", np.zeros((1, 26), np.int16), compile_rules(CLASSIC))
+
+
+def test_the_unknown_encoder_line_names_every_registered_encoder():
+    with pytest.raises(UnknownEncoderError) as error:
+        obs_dim("pixels")
+    assert "\n" not in str(error.value) and all(name in str(error.value) for name in REGISTRY)
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_encode_runs_the_registered_kernel_of_each_encoder(name):
+    """The numba dispatch reaches each entry's own kernel, not another encoder's."""
+    _, tab, states = mid_game_states("classic", 3, 80, games=8)
+    spec = REGISTRY[name]
+    expected = np.zeros((len(states), spec.size), np.float32)
+    view = np.empty((MAX_PLAYERS, MAX_TOKENS), np.int16)
+    mask = np.empty(MAX_TOKENS, np.int8)
+    for b, state in enumerate(states):
+        view_from(state, tab, state[CURRENT], view)
+        spec.kernel(state, tab, view, mask, expected[b])
+    np.testing.assert_array_equal(encode(name, states, tab), expected)
+
+
+def test_an_entry_whose_names_do_not_match_its_size_is_refused():
+    with pytest.raises(ValueError, match="declares 3 features"):
+        Encoder("half", 3, REGISTRY["egocentric"].kernel, ("a", "b"), token_blocks=False)
+
+
+def test_a_registered_encoder_without_a_dispatch_branch_raises_instead_of_encoding_as_another():
+    _, tab, states = mid_game_states("classic", 3, 10, games=2)
+    out = np.empty((len(states), 60), np.float32)
+    with pytest.raises(ValueError, match="without a branch"):
+        _encode_batch(len(REGISTRY), states, tab, out)

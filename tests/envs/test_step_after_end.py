@@ -7,6 +7,7 @@ import pytest
 from gymnasium.error import ResetNeeded
 
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
+from policies.envs import make_env, make_vector_env
 
 
 def first_legal(mask) -> int:
@@ -14,9 +15,7 @@ def first_legal(mask) -> int:
 
 
 def test_gym_env_refuses_a_step_after_the_end_and_before_reset():
-    from ludo_env.gym_env import LudoEnv
-
-    env = LudoEnv(variant="quick", opponents=["random"])
+    env = make_env(variant="quick", opponents=["random"])
     with pytest.raises(ResetNeeded, match="call reset"):
         env.step(0)
     obs, _ = env.reset(seed=1)
@@ -66,9 +65,7 @@ def test_pettingzoo_env_refuses_a_step_once_every_agent_left():
 
 
 def test_vector_env_autoreset_pays_each_end_once():
-    from ludo_env.vector_env import LudoVectorEnv
-
-    envs = LudoVectorEnv(num_envs=8, variant="quick", opponents=["random"], reward="sparse")
+    envs = make_vector_env(num_envs=8, variant="quick", opponents=["random"], reward="sparse")
     obs, _ = envs.reset(seed=2)
     ends = 0
     for _ in range(150):
@@ -81,9 +78,7 @@ def test_vector_env_autoreset_pays_each_end_once():
 
 
 def test_vector_env_takes_one_seed_per_game():
-    from ludo_env.vector_env import LudoVectorEnv
-
-    envs = LudoVectorEnv(num_envs=3, variant="quick", opponents=["random"], seat=0)
+    envs = make_vector_env(num_envs=3, variant="quick", opponents=["random"], seat=0)
     obs, _ = envs.reset(seed=[7, 7, 8])
     first = obs["state"].copy()
     # games seeded alike start alike; the same list replays the same games

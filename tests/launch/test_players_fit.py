@@ -81,11 +81,13 @@ def test_the_league_and_the_server_refuse_it_too(tmp_path, four_player):
 
 
 def test_a_gym_env_refuses_it_as_an_opponent(four_player):
-    from ludo_env.gym_env import LudoEnv
-    from policies.players import PlayerSpecError
+    from policies.envs import make_env
+    from policies.players import PlayerSpecError, make_player
 
     with pytest.raises(PlayerSpecError, match=MISFIT):
-        LudoEnv(variant="classic", opponents=[f"ckpt:{four_player}"])
+        make_env(variant="classic", opponents=[f"ckpt:{four_player}"])
+    with pytest.raises(PlayerSpecError, match=MISFIT):  # a player built beforehand is checked too
+        make_env(variant="classic", opponents=[make_player(f"ckpt:{four_player}")])
 
 
 # ------------------------------------------------------------------ training: refused before Ray and the run folder

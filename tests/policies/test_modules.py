@@ -277,14 +277,14 @@ def test_dqn_trains_main_against_a_bot_with_legal_moves_only(ray_session):
 
 def test_a_saved_module_plays_in_tournaments_and_as_a_gym_opponent(tmp_path):
     """`ckpt:<path>` works wherever a player is named: the evaluator and the gymnasium env's opponents."""
-    from ludo_env.gym_env import LudoEnv
+    from policies.envs import make_env
     from policies.tournament import play_tournament
 
     build("ppo").save_to_path(tmp_path / "module")
     spec = f"ckpt:{tmp_path / 'module'}"
     result = play_tournament([spec, "random", "random", "random"], 8, "classic", seed=0)
     assert result.finished.all() and sum(r.games for r in result.rows) == 8 * 4
-    env = LudoEnv(opponents=[spec, "hybrid", "random"])
+    env = make_env(opponents=[spec, "hybrid", "random"])
     obs, _ = env.reset(seed=0)
     done = False
     while not done:
