@@ -71,7 +71,7 @@ The genetic algorithm (seed 001 §3), one generation (`next_generation`)
 
 Saved players: `write_ann_policy` writes a ``ga_ann`` policy folder
 (`policies.checkpoints.write_policy`, tensor ``chromosome``); `load_player`
-(registered in ``AGENT_LOADERS``) plays it wherever ``ckpt:<path>`` is named.
+(its kind registered in ``policies.saved.REGISTRY``) plays it wherever ``ckpt:<path>`` is named.
 """
 from __future__ import annotations
 
