@@ -107,7 +107,8 @@ class Range:
     def text(self) -> str:
         """``a number in (0, 1]``, ``a number >= 1``, ... for the error line."""
         if self.low is not None and self.high is not None:
-            words = f"a number in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            words = f"a number in {left}{self.low:g}, {self.high:g}{right}"
         elif self.low is not None:
             words = f"a number {'>' if self.low_open else '>='} {self.low:g}"
         elif self.high is not None:
