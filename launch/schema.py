@@ -3,7 +3,11 @@
 Hydra composes ``conf/config.yaml`` (a defaults list over the groups below)
 onto `TrainConfig`, so an unknown key or a value of the wrong type stops the
 run before anything starts. `check` then tests what types cannot (names of
-encoders, bots, reward kinds; ranges), each failure one line.
+encoders, bots, reward kinds; ranges), each failure one line naming the key,
+the value and what is allowed. Each algorithm's settings class checks itself
+(`CheckedSettings`: a `Range` for every numeric setting, the choices of every
+named one, and the checks that link settings), so an algorithm brings its
+checks with it.
 
 Groups (``conf/<group>/<choice>.yaml``):
 
@@ -103,7 +107,8 @@ class Range:
     def text(self) -> str:
         """``a number in (0, 1]``, ``a number >= 1``, ... for the error line."""
         if self.low is not None and self.high is not None:
-            words = f"a number in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            words = f"a number in {left}{self.low:g}, {self.high:g}{right}"
         elif self.low is not None:
             words = f"a number {'>' if self.low_open else '>='} {self.low:g}"
         elif self.high is not None:

@@ -309,10 +309,9 @@ def seat_externals(cfg: TrainConfig, league) -> dict[str, str]:
     that cannot play (a missing file, another variant or player count) stops the run now, in one line."""
     if cfg.sampler.name != "batched":
         return {}
-    from policies.players import PlayerSpecError, make_player
-
     from launch import build
     from ludo_env.rules import Rules
+    from policies.players import PlayerSpecError, make_player
 
     rules = Rules.load(build.rules_mapping(cfg))
     externals = {m.name: m.spec for m in league.store.members(active_only=True, kinds=["external"])}

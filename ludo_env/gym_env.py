@@ -27,8 +27,9 @@ legal token and reported as ``info["illegal_action"]``.
 Rewards: ``reward`` is a kind name or a mapping of `ludo_env.rewards.RewardConfig`
 fields; shaping between the learner's decisions is paid on its next step, the
 end pay when the game ends (``terminated``). The turn limit ``max_plies``
-truncates; a step after either raises `gymnasium.error.ResetNeeded` until `reset`. ``info`` holds ``forced_moves`` (decisions with one legal token, any seat's, the
-env played by itself this game), ``seat`` and, at the end, ``places``.
+truncates; a step after either raises `gymnasium.error.ResetNeeded` until `reset` (the end is paid once).
+``info`` holds ``forced_moves`` (decisions with one legal token, any seat's, the env played by itself this
+game), ``seat`` and, at the end, ``places``.
 Other keyword arguments are rule overrides (``bonus_roll_on_six=False``).
 Version 0.
 """

@@ -221,7 +221,8 @@ class Session:
         self.id = secrets.token_urlsafe(12)
         self.site, self.rules, self.you, self.seed = site, rules, you, seed
         self.opponents = opponents
-        self.players = {seat: site.player(o, seed + 1 + k, rules) for k, (seat, o) in enumerate(sorted(opponents.items()))}
+        self.players = {seat: site.player(o, seed + 1 + k, rules)
+                        for k, (seat, o) in enumerate(sorted(opponents.items()))}
         self.game = Game(rules, seed=seed)
         self.names = [COLOUR_NAMES[c] for c in rules.seat_colours]
         self.labels = ["you" if s == you else opponents[s].label for s in range(rules.players)]
