@@ -258,6 +258,12 @@ def _load_python_player(spec: str, seed: int) -> PythonPlayer:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise PlayerSpecError(f"player '{spec}': cannot import module '{module_name}': {_one_line(err)}") from err
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # a module's own code, SystemExit included, must not end the program
+        raise PlayerSpecError(
+            f"player '{spec}': importing module '{module_name}' raised {type(err).__name__}: {_one_line(err)}"
+        ) from err
     cls = getattr(module, class_name, None)
     if cls is None or not inspect.isclass(cls):
         raise PlayerSpecError(f"player '{spec}': module '{module_name}' has no class '{class_name}'")

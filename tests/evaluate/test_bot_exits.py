@@ -43,3 +43,9 @@ def test_play_refuses_an_opponent_that_exits_mid_game():
     done = run("play.py", f"opponents=[{EXITS}]", "variant=quick", "seed=3", "seat=1", "auto_forced=false",
                "record=null", stdin="0\n1\n" * 400)
     assert_refused(done, "ExitsOnFirstMove.choose raised SystemExit(0)")
+
+
+def test_evaluate_refuses_a_bot_module_that_exits_when_imported(tmp_path):
+    done = run("evaluate.py", "players=[py:tests.evaluate.exits_on_import:Bot,random]", "games=4", "variant=quick",
+               "progress=false", f"hydra.run.dir={tmp_path}")
+    assert_refused(done, "importing module 'tests.evaluate.exits_on_import' raised SystemExit")
