@@ -12,8 +12,8 @@ from ludo_env.engine.tactics import hit_chance
 from ludo_env.rules import Rules
 
 
-def live_positions(variant: str, seed: int, plies: int):
-    rules = Rules.load(variant)
+def live_positions(variant: str, seed: int, plies: int, **overrides):
+    rules = Rules.load(variant, **overrides)
     tab = compile_rules(rules)
     states, rng = new_batch(tab, 24, seed)
     play_random(states, tab, rng, max_plies=plies)
@@ -60,11 +60,7 @@ def brute_force_hit_chance(state, tab, rules, seat, t):
     return 1 - survive
 
 
-@pytest.mark.parametrize("variant", ["classic", "ucsd", "pyludo"])
-@settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10_000), plies=st.integers(20, 400))
-def test_hit_chance_equals_brute_force(variant, seed, plies):
-    rules, tab, states = live_positions(variant, seed, plies)
+def assert_hit_chance_is_brute_force(rules, tab, states):
     for state in states:
         for seat in range(rules.players):
             for t in range(rules.tokens):
@@ -74,18 +70,15 @@ def test_hit_chance_equals_brute_force(variant, seed, plies):
                 ), (state.tolist(), seat, t)
 
 
+@pytest.mark.parametrize("variant", ["classic", "ucsd", "pyludo"])
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), plies=st.integers(20, 400))
+def test_hit_chance_equals_brute_force(variant, seed, plies):
+    assert_hit_chance_is_brute_force(*live_positions(variant, seed, plies))
+
+
 @pytest.mark.parametrize("star_capture", ["landing", "jump_end"])
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 10_000), plies=st.integers(20, 400))
 def test_hit_chance_equals_brute_force_for_every_star_capture_rule(star_capture, seed, plies):
-    rules = Rules.load("pyludo", star_capture=star_capture)
-    tab = compile_rules(rules)
-    states, rng = new_batch(tab, 24, seed)
-    play_random(states, tab, rng, max_plies=plies)
-    for state in states[states[:, OVER] == 0]:
-        for seat in range(rules.players):
-            for t in range(rules.tokens):
-                p = int(state[token_index(seat, t)])
-                assert hit_chance(state, tab, seat, p, 0) == pytest.approx(
-                    brute_force_hit_chance(state, tab, rules, seat, t)
-                ), (state.tolist(), seat, t)
+    assert_hit_chance_is_brute_force(*live_positions("pyludo", seed, plies, star_capture=star_capture))
