@@ -345,3 +345,37 @@ def test_a_restart_stops_what_a_killed_driver_of_the_run_left_running(tmp_path):
         for process in (agent, wandb, bystander, driver):
             process.kill()
             process.wait()
+
+
+@pytest.mark.slow  # two training starts with Ray: about 3 minutes on 2 busy cores
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
+def test_resume_after_kill_9_of_the_driver_alone_stops_its_ray_agents(tmp_path):
+    import json
+    import time
+
+    from launch.runs import RAY_SESSION, _holds_open, _processes
+
+    run_dir = tmp_path / "run"
+    args = ["+exp=smoke", "budget.iterations=3", "eval.final_games=0", "wandb.mode=offline"]
+    driver = subprocess.Popen([sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 400
+        while not (run_dir / "checkpoints" / "iter_000001").is_dir():
+            assert driver.poll() is None and time.monotonic() < deadline
+            time.sleep(0.5)
+        session = json.loads((run_dir / RAY_SESSION).read_text())["session_dir"].rstrip("/") + "/"
+        driver.kill()  # the driver alone, as `kill -9 <pid>` does; what it started is left to itself
+        driver.wait()
+        time.sleep(2)
+        left = [pid for pid, _ in _processes() if _holds_open(pid, [session])]
+        assert left, "no Ray process outlived the driver: nothing to test"
+        resumed = subprocess.run([sys.executable, "launch/train.py", f"resume={run_dir}"], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=400, check=False)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        notes = [line for line in resumed.stderr.splitlines() if line.startswith("note: stopped")]
+        assert len(notes) == 1, resumed.stderr[-3000:]
+        assert not [pid for pid, _ in _processes() if _holds_open(pid, [session])]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import select
 import signal
@@ -211,10 +212,16 @@ def test_user_errors_are_one_line_on_stderr_and_exit_2(league_db, tmp_path, args
 
 
 def readline(proc: subprocess.Popen, timeout: float = 60) -> str:
-    """The next line the process prints, failing instead of hanging when none comes."""
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    assert ready, f"no output in {timeout} s"
-    return proc.stdout.readline()
+    """The next line the process prints, failing instead of hanging when none comes. Read a byte at a time from the
+    pipe: a buffered readline can take the next line too, which select then waits for in vain."""
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        assert ready, f"no output in {timeout} s"
+        byte = os.read(proc.stdout.fileno(), 1)
+        assert byte, f"the process closed its output after {line!r}"
+        line += byte
+    return line.decode()
 
 
 def test_serve_answers_get_and_head_only_on_localhost_and_stops_on_ctrl_c(league_db, tmp_path):
