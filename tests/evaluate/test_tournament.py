@@ -181,18 +181,23 @@ def test_a_tournament_of_2n_games_starts_with_the_n_games_of_one_of_n(learned_sp
         np.testing.assert_array_equal(getattr(long, name)[:48], getattr(short, name), err_msg=name)
 
 
+def middle_games(games: int, seed: int, plies: int):
+    """Classic games played by random moves into the middle game, where several tokens are out: live ones."""
+    tab = compile_rules(Rules.load("classic"))
+    states, dice = new_batch(tab, games, seed)
+    masks = np.zeros((games, 4), dtype=np.int8)
+    legal_masks(states, tab, masks)
+    moves = np.random.default_rng(seed)
+    for _ in range(plies):
+        choices = np.array([moves.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        step_batch(states, tab, dice, choices, np.zeros(games, dtype=np.int32), masks)
+    live = (states[:, OVER] == 0) & (masks.sum(axis=1) > 0)
+    return tab, states[live], masks[live]
+
+
 def test_a_learned_player_chooses_the_same_move_in_a_batch_as_alone(learned_spec):
     player = make_player(learned_spec)
-    tab = compile_rules(Rules.load("classic"))
-    states, dice = new_batch(tab, 200, 3)
-    masks = np.zeros((200, 4), dtype=np.int8)
-    legal_masks(states, tab, masks)
-    moves = np.random.default_rng(0)
-    for _ in range(60):  # into the middle game, where several tokens are out
-        choices = np.array([moves.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
-        step_batch(states, tab, dice, choices, np.zeros(200, dtype=np.int32), masks)
-    live = states[:, OVER] == 0
-    states, masks = states[live], masks[live]
+    tab, states, masks = middle_games(200, 3, 60)
     together = player.act(states, tab, masks)
     alone = np.concatenate([player.act(states[b:b + 1], tab, masks[b:b + 1]) for b in range(len(states))])
     np.testing.assert_array_equal(together, alone)
@@ -200,16 +205,7 @@ def test_a_learned_player_chooses_the_same_move_in_a_batch_as_alone(learned_spec
 
 def test_a_learned_player_asks_its_network_only_where_there_is_a_choice(learned_spec):
     player = make_player(learned_spec)
-    tab = compile_rules(Rules.load("classic"))
-    states, dice = new_batch(tab, 300, 5)
-    masks = np.zeros((300, 4), dtype=np.int8)
-    legal_masks(states, tab, masks)
-    moves = np.random.default_rng(1)
-    for _ in range(80):
-        choices = np.array([moves.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
-        step_batch(states, tab, dice, choices, np.zeros(300, dtype=np.int32), masks)
-    live = (states[:, OVER] == 0) & (masks.sum(axis=1) > 0)
-    states, masks = states[live], masks[live]
+    tab, states, masks = middle_games(300, 5, 80)
     forced = masks.sum(axis=1) == 1
     assert forced.any() and (~forced).any()
 
