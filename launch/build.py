@@ -239,7 +239,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
                         "with sampler.name=batched")
     config = (
         config.environment(LudoMultiAgentEnv, env_config=environment)
-        .framework("torch")
+        .framework("torch", torch_compile_learner=res.compile_learner)
         .env_runners(
             num_env_runners=res.env_runners,
             num_envs_per_env_runner=res.envs_per_runner,

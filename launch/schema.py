@@ -428,6 +428,9 @@ class ResourcesConfig:
     """Remote learner actors; 0 learns in the driver."""
     gpus_per_learner: str = "auto"
     """auto (1 when torch sees a GPU, else 0), or a number."""
+    compile_learner: bool = False
+    """torch.compile the learner's update (RLlib's torch_compile_learner, inductor): compiles for a minute or
+    more at the start, so it pays only on long runs and mostly on a GPU; off by default."""
     ray_address: str | None = None
     """Ray cluster to join (HOST:PORT or auto); None: RAY_ADDRESS or a `ray start` here, else a new one."""
 

@@ -196,3 +196,9 @@ def test_external_members_take_their_share_and_a_league_without_them_draws_as_be
     weights = with_external.opponent_weights()
     assert weights["td"] == pytest.approx(0.15 / 1.2) and weights["py:bots:Mine"] == pytest.approx(0.05 / 1.2)
     assert weights[MAIN] == pytest.approx(0.8 / 1.2)
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS)
+def test_compile_learner_reaches_rllib_and_is_off_by_default(exp):
+    assert build.build_algorithm_config(config(f"+exp={exp}")).torch_compile_learner is False
+    assert build.build_algorithm_config(config(f"+exp={exp}", "resources.compile_learner=true")).torch_compile_learner
