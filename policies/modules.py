@@ -49,10 +49,9 @@ algorithm checkpoint, ``<ckpt>/learner_group/learner/rl_module/<module_id>``) in
 from __future__ import annotations
 
 import contextlib
-import logging
-
 import dataclasses
 import functools
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -401,6 +400,27 @@ def inference_batch(obs: np.ndarray, masks: np.ndarray, states: np.ndarray | Non
     return {Columns.OBS: batch_obs}
 
 
+INFERENCE_THREADS = 1
+"""Intra-op threads for a `ModulePlayer`'s forward pass. One thread answered every batch size faster on
+the shared 2-core machine (token_set, 64 to 4,096 rows: 1.1 against 3.9 ms at 64 rows, 77 against 128 ms
+at 4,096), because the second thread waits on a core that the engine, a Ray worker or the learner holds;
+the evaluator's engine work runs between the passes anyway."""
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int):
+    """torch's intra-op thread count set to `threads` for a block, the caller's count restored after."""
+    before = torch.get_num_threads()
+    if threads == before:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class ModulePlayer:
     """Greedy, legal play from an RLModule on batches of decisions, outside RLlib.
 
@@ -427,7 +447,7 @@ class ModulePlayer:
         """
         batch = inference_batch(obs, masks, states)
         masks_t = batch[Columns.OBS][ACTION_MASK]
-        with torch.inference_mode():  # no autograd bookkeeping at all: measured up to 2x faster than no_grad
+        with torch.inference_mode(), intra_op_threads(INFERENCE_THREADS):
             out = self.module.forward_inference(batch)
         if Columns.ACTIONS in out:
             return _to_numpy(out[Columns.ACTIONS]).astype(np.int64)

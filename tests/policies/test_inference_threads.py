@@ -1,4 +1,5 @@
-"""The project sets OpenMP's passive wait policy before torch loads, unless the user chose one."""
+"""Torch threading for inference: a passive OpenMP wait set before torch loads (unless the user chose one), and
+the forward passes on their own intra-op thread count."""
 from __future__ import annotations
 
 import os
@@ -22,3 +23,18 @@ def test_importing_the_agents_or_the_commands_sets_a_passive_wait_before_torch()
 
 def test_a_wait_policy_the_user_set_is_kept():
     assert _policy_after("import policies", "ACTIVE") == "ACTIVE"
+
+
+def test_inference_runs_on_its_own_thread_count_and_gives_the_callers_back():
+    import torch
+
+    from policies.modules import INFERENCE_THREADS, intra_op_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with intra_op_threads(INFERENCE_THREADS):
+            assert torch.get_num_threads() == INFERENCE_THREADS
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
