@@ -4,7 +4,8 @@ The loop owns the run's lifecycle, written once:
 
 1. the run folder (`launch.runs.RunDir`): the trainer opens it (fresh or
    resumed, `Trainer.open`), a fresh start saves its overrides;
-2. wandb (`launch.runs.WandbLogger`) and the ``run folder:`` line;
+2. the trainer's start (`Trainer.start`), wandb (`launch.runs.WandbLogger`)
+   and the ``run folder:`` line;
 3. the steps: until the budget is spent (`Trainer.budget_spent`, by default
    `launch.runs.budget_spent`: env steps, iterations, minutes over every
    start), ``advance`` then ``report``; each report is a row in
@@ -27,16 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hydra.core.hydra_config import HydraConfig
+
 from launch.runs import (
     SUMMARY,
     RunDir,
     RunState,
     WandbLogger,
     budget_spent,
+    eval_suffix,
     stop_on_sigterm,
     variant_overrides,
     write_json,
 )
+from policies.league.evaluation import evaluate_command, evaluate_panel
+from policies.players import make_player
 
 if TYPE_CHECKING:
     from launch.schema import TrainConfig
@@ -44,10 +50,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class Report:
-    """One step's row for ``metrics.jsonl``, wandb and the progress line; RLlib's raw result and a league
-    that played a rating round go to wandb too."""
+    """One step's row for ``metrics.jsonl`` and wandb and its progress line (the loop adds the newest
+    evaluation); RLlib's raw result and a league that played a rating round go to wandb too."""
 
     row: dict[str, Any]
+    line: str
     raw: dict[str, Any] = field(default_factory=dict)
     league: Any = None
 
@@ -60,6 +67,8 @@ class Trainer:
     saves = "a checkpoint"
     """What a save writes, for the Ctrl-C / SIGTERM message."""
     resumable = True
+    saves_first = False
+    """A fresh run saves its starting point before the first step (cheap for it), so a kill at once resumes."""
 
     def __init__(self, cfg: TrainConfig):
         self.cfg = cfg
@@ -74,7 +83,7 @@ class Trainer:
         """The state to start from and the save it was read from (None for a fresh run)."""
         raise NotImplementedError
 
-    def start(self, state: RunState, logger: WandbLogger) -> str:
+    def start(self, state: RunState) -> str:
         """Build everything the steps need; returns what the ``run folder:`` line says about the run."""
         raise NotImplementedError
 
@@ -104,9 +113,6 @@ class Trainer:
         """The summary's lines and ``summary.json``'s fields, the final evaluation's aside."""
         raise NotImplementedError
 
-    def progress_line(self, row: dict[str, Any], state: RunState) -> str:
-        raise NotImplementedError
-
     def close(self) -> None:
         """Release what `start` took (Ray); called once, after a stop or after the summary."""
 
@@ -117,8 +123,10 @@ def run(trainer: Trainer) -> None:
     state, saved = trainer.open(bool(cfg.resume))
     if not cfg.resume:
         run_dir.save_overrides(task_overrides())
-    logger = WandbLogger(cfg, run_dir, state)
-    about = trainer.start(state, logger)
+    about = trainer.start(state)
+    logger = WandbLogger(cfg, run_dir, state)  # a new run's wandb id is in its first save
+    if saved is None and trainer.saves_first:
+        saved = trainer.save(state)
     print(f"run folder: {run_dir.path}  ({about}; wandb {logger.mode})", flush=True)
 
     signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves, like Ctrl-C
@@ -133,7 +141,7 @@ def run(trainer: Trainer) -> None:
                 run_dir.append_metrics(report.row)
                 logger.log(report.raw, report.row, report.league)
                 if cfg.progress:
-                    print(trainer.progress_line(report.row, state), flush=True)
+                    print(report.line + eval_suffix(state.evaluations), flush=True)
             if (trainer.save_every and state.iteration % trainer.save_every == 0) or trainer.budget_spent(state):
                 saved, saved_at = trainer.save(state), state.iteration
     except KeyboardInterrupt:
@@ -160,10 +168,19 @@ def run(trainer: Trainer) -> None:
     trainer.close()
 
 
+def step_columns(state: RunState, steps_per_s: float) -> dict[str, Any]:
+    """The first columns of a row of a trainer that counts env steps."""
+    return {"iteration": state.iteration, "env_steps": state.env_steps, "minutes": round(state.elapsed_s / 60, 3),
+            "env_steps_per_s": round(steps_per_s, 1)}
+
+
+def eval_columns(evaluation: dict[str, Any] | None) -> dict[str, float]:
+    """``eval/win_rate_vs_<opponent>`` of an evaluation (none without one)."""
+    return {f"eval/win_rate_vs_{r['opponent']}": r["win_rate"] for r in (evaluation or {}).get("results", [])}
+
+
 def task_overrides() -> list[str]:
     """The command line's overrides as Hydra saw them, less ``resume=`` (a resume reuses them)."""
-    from hydra.core.hydra_config import HydraConfig
-
     overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
     return [o for o in overrides if not o.startswith("resume=")]
 
@@ -189,9 +206,6 @@ def checkpoint_summary(cfg: TrainConfig, run_dir: RunDir, state: RunState, check
 def final_evaluation(cfg, rules, policy: Path) -> dict[str, Any]:
     """The saved policy, loaded as ``ckpt:`` loads it, against ``cfg.eval.panel``: what the printed commands
     replay exactly."""
-    from policies.league.evaluation import evaluate_panel
-    from policies.players import make_player
-
     start = time.perf_counter()
     results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
                              cfg.eval.seed)
@@ -201,8 +215,6 @@ def final_evaluation(cfg, rules, policy: Path) -> dict[str, Any]:
 
 def final_lines(cfg, policy: Path, final: dict[str, Any] | None) -> tuple[list[str], list[str]]:
     """Summary lines of a final evaluation (win rate, Wilson 95% interval) and the commands that replay it."""
-    from policies.league.evaluation import evaluate_command
-
     players = int(cfg.variant.players)
     lines, commands = [], []
     for r in (final or {}).get("results", []):

@@ -58,6 +58,9 @@ from typing import Any
 
 import numpy as np
 import ray
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from launch import build
 from launch.cli import UserError, one_line
@@ -99,6 +102,7 @@ class Evolution(Trainer):
 
     unit = "generation"
     saves = "the population"
+    saves_first = True
 
     def __init__(self, cfg: TrainConfig):
         super().__init__(cfg)
@@ -126,11 +130,9 @@ class Evolution(Trainer):
         state = RunState(iteration=self.ga.generation, elapsed_s=self.ga.elapsed_s, wandb_id=self.ga.wandb_id)
         return state, self.state_file if resume else None
 
-    # 2. Ray (a fresh run's generation 0 is saved first, so a kill at once resumes)
-    def start(self, state: RunState, logger) -> str:
+    # 2. Ray
+    def start(self, state: RunState) -> str:
         ga, rules = self.cfg.algo, self.rules
-        if not self.cfg.resume:
-            self.save(state)
         ray.init(address=self.cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
                  configure_logging=True, log_to_driver=False)
         self.tasks = ga.tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -155,10 +157,7 @@ class Evolution(Trainer):
     def report(self, state: RunState) -> Report:
         self.row["minutes"] = round(state.elapsed_s / 60, 3)
         plot_fitness(self.ga.history, self.run.path / FITNESS_PLOT)
-        return Report(self.row)
-
-    def progress_line(self, row: dict[str, Any], state: RunState) -> str:
-        return progress_line(row)
+        return Report(self.row, progress_line(self.row))
 
     def save(self, state: RunState) -> Path:
         self.ga.elapsed_s, self.ga.wandb_id = state.elapsed_s, state.wandb_id
@@ -280,10 +279,6 @@ def progress_line(row: dict[str, Any]) -> str:
 
 def plot_fitness(history: np.ndarray, path: Path) -> None:
     """Mean and max fitness per generation, drawn off-screen (Agg) and renamed into place."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
     fig = Figure(figsize=(7, 4))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()

@@ -100,7 +100,7 @@ class Imitation(Trainer):
     def open(self, resume: bool) -> tuple[RunState, Path | None]:
         return RunState(), None
 
-    def start(self, state: RunState, logger) -> str:
+    def start(self, state: RunState) -> str:
         decisions = self.decisions
         self.train_rows, self.val_rows = split_games(decisions.games, self.cfg.algo.validation, self.seed)
         # Inputs, targets, masks: float64, so the saved chromosome plays exactly as the trained model predicts.
@@ -141,10 +141,7 @@ class Imitation(Trainer):
             return None
         self.row = report(self.model, self.x, self.y, self.legal, self.choice, self.t, self.v, epoch, self.mse,
                           state.elapsed_s)
-        return Report(self.row)
-
-    def progress_line(self, row: dict[str, Any], state: RunState) -> str:
-        return progress_line(row)
+        return Report(self.row, progress_line(self.row))
 
     def save(self, state: RunState) -> Path:
         row = self.row or {}

@@ -48,8 +48,8 @@ import torch
 
 from launch import build
 from launch.cli import UserError
-from launch.loop import Report, Trainer, checkpoint_summary, run
-from launch.runs import RunDir, RunState, eval_suffix, write_json
+from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, run, step_columns
+from launch.runs import RunDir, RunState, write_json
 from launch.schema import TrainConfig
 from ludo_env.afterstate_features import feature_count
 from ludo_env.engine.layout import compile_rules
@@ -99,7 +99,7 @@ class TDLambda(Trainer):
         return state, checkpoint
 
     # 2. value, learner, self-play
-    def start(self, state: RunState, logger) -> str:
+    def start(self, state: RunState) -> str:
         td, rules = self.cfg.algo, self.rules
         learner = make_learner(self.value, td.method, td.games, rules.players, self.alpha, td.lam, td.gamma)
         self.play = SelfPlay(compile_rules(rules), self.value, learner, td.games, td.epsilon,
@@ -125,10 +125,8 @@ class TDLambda(Trainer):
         if cfg.eval.every and state.iteration % cfg.eval.every == 0:
             evaluation = evaluate(cfg, self.rules, self.value, cfg.eval.games, state.iteration)
             state.evaluations.append(evaluation)
-        return Report(progress_row(state, self.stats, self.seconds, self.value, cfg.algo.epsilon, evaluation))
-
-    def progress_line(self, row: dict[str, Any], state: RunState) -> str:
-        return progress_line(row, state.evaluations)
+        row = progress_row(state, self.stats, self.seconds, self.value, cfg.algo.epsilon, evaluation)
+        return Report(row, progress_line(row))
 
     def save(self, state: RunState) -> Path:
         return save_checkpoint(self.cfg, self.run, state, self.value, self.play)
@@ -175,10 +173,7 @@ def evaluate(cfg: TrainConfig, rules, value, games: int, iteration: int) -> dict
 def progress_row(state: RunState, stats, seconds: float, value, epsilon: float,
                  evaluation: dict[str, Any] | None) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "iteration": state.iteration,
-        "env_steps": state.env_steps,
-        "minutes": round(state.elapsed_s / 60, 3),
-        "env_steps_per_s": round(stats.decisions / max(seconds, 1e-9), 1),
+        **step_columns(state, stats.decisions / max(seconds, 1e-9)),
         "td_rmse": _finite(stats.td_rmse),
         "games_finished": stats.games_finished,
         "game_length": _finite(stats.game_decisions / stats.games_finished if stats.games_finished else None),
@@ -186,9 +181,7 @@ def progress_row(state: RunState, stats, seconds: float, value, epsilon: float,
         "epsilon": epsilon,
         "weight_norm": weight_norm(value),
     }
-    for r in (evaluation or {}).get("results", []):
-        row[f"eval/win_rate_vs_{r['opponent']}"] = r["win_rate"]
-    return row
+    return {**row, **eval_columns(evaluation)}
 
 
 def _finite(x: float | None) -> float | None:
@@ -199,14 +192,13 @@ def weight_norm(value) -> float:
     return round(float(torch.sqrt(sum((v.double() ** 2).sum() for v in value.state_dict().values()))), 6)
 
 
-def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
+def progress_line(row: dict[str, Any]) -> str:
     def fmt(x, spec):
         return "-" if x is None else format(x, spec)
 
-    line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>11,} | {row['env_steps_per_s']:,.0f} steps/s | "
+    return (f"it {row['iteration']:4d} | steps {row['env_steps']:>11,} | {row['env_steps_per_s']:,.0f} steps/s | "
             f"{row['minutes']:6.1f} min | td rmse {fmt(row['td_rmse'], '.4f')} | games {row['games_finished']} "
             f"(len {fmt(row['game_length'], '.0f')}) | |w| {row['weight_norm']:.2f}")
-    return line + eval_suffix(evaluations)
 
 
 def save_checkpoint(cfg: TrainConfig, run_dir: RunDir, state: RunState, value, play) -> Path:
