@@ -15,16 +15,19 @@ rule says so and re-weigh the opponents (PFSP), 6 log a line per iteration
 and everything to wandb (offline unless told otherwise), 7 checkpoint
 atomically. The run folder is the Hydra output folder; its layout is in
 `launch.runs`. A final summary names the checkpoints, the leaderboard and
-the exact commands that reproduce the evaluation.
+the exact commands that reproduce the evaluation. The run's lifecycle (run
+folder, overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is
+`launch.loop`'s; `LeagueSelfPlay` supplies steps 2-7. The GA, TD(λ) and
+imitation trainers (`launch.trainers`) run on the same loop.
 
 A user error (unknown experiment, bad value, missing or damaged checkpoint)
 prints one line and exits with status 2.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import random
-import signal
 import sys
 import time
 from pathlib import Path
@@ -33,23 +36,35 @@ from typing import Any
 os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
-import hydra  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+import hydra
+import numpy as np
+import ray
+import torch
+from omegaconf import DictConfig, OmegaConf
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line  # noqa: E402
-from launch.runs import (  # noqa: E402
+from launch import build, loop
+from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
+from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
+from launch.runs import (
     RunDir,
     RunState,
-    WandbLogger,
-    budget_spent,
-    eval_suffix,
     merge_overrides,
     record_ray_session,
     stop_leftovers,
-    stop_on_sigterm,
-    write_json,
 )
-from launch.schema import RLLIB_ALGOS, TrainConfig, check  # noqa: E402
+from launch.sampler import BatchedLudoEnvRunner
+from launch.schema import RLLIB_ALGOS, TrainConfig, check
+from ludo_env.core import ACTION_SPACE, observation_space
+from ludo_env.rules import Rules
+from policies.checkpoints import PolicyFileError, write_policy
+from policies.league.evaluation import evaluate_panel, learned_player, panel_record
+from policies.league.league import MAIN_MEMBER, League, normalized_external
+from policies.league.pool import MAIN, snapshot_id
+from policies.league.store import DB_NAME, LeagueStore
+from policies.modules import module_spec
+from policies.players import PlayerSpecError, make_player
+from policies.saved import load_module
 
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
 
@@ -65,123 +80,107 @@ def main(dict_cfg: DictConfig) -> None:
 def train(dict_cfg: DictConfig) -> None:
     # 1. compose: typed by TrainConfig, then the checks types cannot make
     cfg = checked_config(dict_cfg)
-    from launch import build
-
-    if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation loops own their run folders
-        import importlib
-
+    if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation trainers (launch/trainers)
         importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg)
         return
-    run = RunDir(cfg.run_dir)
-    state, resume_from = find_resume_point(cfg, run)
-    stopped = stop_leftovers(run)  # a killed driver's Ray agents and wandb service must not compete with this one
-    if stopped:
-        print(f"note: stopped {len(stopped)} processes a killed earlier start of this run left running "
-              f"(pids {', '.join(map(str, stopped))})", file=sys.stderr, flush=True)
-    if resume_from is None:
-        from hydra.core.hydra_config import HydraConfig
+    # 2-7: the run loop (launch.loop) with RLlib league self-play as its trainer
+    loop.run(LeagueSelfPlay(cfg))
 
-        run.save_overrides([o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")])
 
-    # 2. seed
-    seed_everything(cfg.seed)
+class LeagueSelfPlay(Trainer):
+    """RLlib's ``algo.train()`` against main, its snapshots and bots; what the loop runs for ppo and dqn."""
 
-    # 3. build (the algorithm config is plain data; nothing runs until ray.init)
-    import ray
+    def open(self, resume: bool) -> tuple[RunState, Path | None]:
+        state, self.resumed = find_resume_point(self.cfg, self.run)
+        stopped = stop_leftovers(self.run)  # a killed driver's Ray agents and wandb service must not compete
+        if stopped:
+            print(f"note: stopped {len(stopped)} processes a killed earlier start of this run left running "
+                  f"(pids {', '.join(map(str, stopped))})", file=sys.stderr, flush=True)
+        return state, self.resumed
 
-    from policies.league.league import League
-    from policies.league.pool import snapshot_id
-    from policies.league.store import DB_NAME, LeagueStore
+    def start(self, state: RunState) -> str:
+        cfg, run = self.cfg, self.run
+        # 2. seed
+        seed_everything(cfg.seed)
 
-    pool = build.make_pool(cfg)
-    state.snapshot_slots = cfg.league.max_snapshots
-    try:
-        league = League(LeagueStore.open(run.path / DB_NAME), build.league_settings(cfg), cfg.variant.name)
-    except ValueError as err:  # a damaged database, an external agent that is not there
-        raise UserError(one_line(err)) from None
-    for slot, member in league.slot_members().items():
-        pool.fill(slot, member.iteration or 0)
-    externals = seat_externals(cfg, league)  # every agent that will sit at a seat loads before Ray starts
-    algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
-    ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
-             configure_logging=True, log_to_driver=False)
-    record_ray_session(run, ray._private.worker._global_node.get_session_dir_path())  # for stop_leftovers
-    build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
-    algo = algo_config.build_algo()
-    if resume_from is not None:
-        algo.restore_from_path(str(run.algorithm_of(resume_from)))
-    evaluator = PanelEvaluator(cfg)
-    # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
-    for slot, member in league.slot_members().items():
-        push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
-    league.fill_panels(lambda member: evaluator.panel(league.player(member)))
-    logger = WandbLogger(cfg, run, state)
-    print(f"run folder: {run.path}  ({'resumed from ' + resume_from.name if resume_from else 'new run'}; "
-          f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}; wandb {logger.mode})", flush=True)
+        # 3. build (the algorithm config is plain data; nothing runs until ray.init)
+        self.pool = pool = build.make_pool(cfg)
+        state.snapshot_slots = cfg.league.max_snapshots
+        try:
+            self.league = league = League(LeagueStore.open(run.path / DB_NAME), build.league_settings(cfg),
+                                          cfg.variant.name)
+        except ValueError as err:  # a damaged database, an external agent that is not there
+            raise UserError(one_line(err)) from None
+        for slot, member in league.slot_members().items():
+            pool.fill(slot, member.iteration or 0)
+        externals = seat_externals(cfg, league)  # every agent that will sit at a seat loads before Ray starts
+        algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
+        ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
+                 configure_logging=True, log_to_driver=False)
+        record_ray_session(run, ray._private.worker._global_node.get_session_dir_path())  # for stop_leftovers
+        build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
+        self.algo = algo = algo_config.build_algo()
+        if self.resumed is not None:
+            algo.restore_from_path(str(run.algorithm_of(self.resumed)))
+        self.evaluator = evaluator = PanelEvaluator(cfg)
+        # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
+        for slot, member in league.slot_members().items():
+            push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
+        league.fill_panels(lambda member: evaluator.panel(league.player(member)))
+        return (f"{'resumed from ' + self.resumed.name if self.resumed else 'new run'}; "
+                f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
 
     # 4. train
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
-    checkpoint = None
-    started = time.perf_counter() - state.elapsed_s
-    try:
-        while not budget_spent(cfg, state):
-            steps_before, time_before = state.env_steps, time.perf_counter()
-            result = algo.train()
-            state.iteration = int(algo.iteration)
-            state.env_steps = env_steps_of(result)
-            state.elapsed_s = time.perf_counter() - started
-            steps_per_s = (state.env_steps - steps_before) / max(1e-9, time.perf_counter() - time_before)
+    def advance(self, state: RunState) -> None:
+        steps_before, time_before = state.env_steps, time.perf_counter()
+        self.result = self.algo.train()
+        state.iteration = int(self.algo.iteration)
+        state.env_steps = env_steps_of(self.result)
+        self.steps_per_s = (state.env_steps - steps_before) / max(1e-9, time.perf_counter() - time_before)
 
-            # 5. evaluate: the panel, a league rating round, then snapshot and re-weigh the opponents
-            evaluation = league_round = None
-            snapshot_due = league.snapshot_due(state.iteration, state.last_snapshot)
-            # A new snapshot is evaluated too (its panel is in the leaderboard) unless evaluation is off.
-            if cfg.eval.every and (snapshot_due or state.iteration % cfg.eval.every == 0):
-                evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
-                state.evaluations.append(evaluation)
-                league_round = league.rating_round(
-                    evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
-                    iteration=state.iteration, env_steps=state.env_steps)
-                league.set_main_panel(panel_of(evaluation), state.iteration, state.env_steps)
-                snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
-            if snapshot_due:
-                take_snapshot(algo, league, pool, state, evaluator, evaluation)
-            if league_round is not None or snapshot_due:
-                install_matchmaker(algo, training_matchmaker(cfg, league))
+    # 5. evaluate: the panel, a league rating round, then snapshot and re-weigh the opponents
+    def report(self, state: RunState) -> Report:
+        cfg, algo, league, evaluator = self.cfg, self.algo, self.league, self.evaluator
+        evaluation = league_round = None
+        snapshot_due = league.snapshot_due(state.iteration, state.last_snapshot)
+        # A new snapshot is evaluated too (its panel is in the leaderboard) unless evaluation is off.
+        if cfg.eval.every and (snapshot_due or state.iteration % cfg.eval.every == 0):
+            evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
+            state.evaluations.append(evaluation)
+            league_round = league.rating_round(
+                evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
+                iteration=state.iteration, env_steps=state.env_steps)
+            league.set_main_panel(panel_of(evaluation), state.iteration, state.env_steps)
+            snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
+        if snapshot_due:
+            take_snapshot(algo, league, self.pool, state, evaluator, evaluation)
+        if league_round is not None or snapshot_due:
+            install_matchmaker(algo, training_matchmaker(cfg, league))
 
-            # 6. log
-            row = progress_row(cfg, result, state, pool, evaluation, steps_per_s, league, league_round)
-            run.append_metrics(row)
-            logger.log(result, row, league if league_round is not None else None)
-            if cfg.progress:
-                print(progress_line(row, state.evaluations), flush=True)
+        # 6. log
+        row = progress_row(cfg, self.result, state, self.pool, evaluation, self.steps_per_s, league, league_round)
+        return Report(row, progress_line(row), self.result, league if league_round is not None else None)
 
-            # 7. checkpoint
-            if state.iteration % cfg.checkpoint.every == 0 or budget_spent(cfg, state):
-                checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
-    except KeyboardInterrupt:
-        print(f"\nstopped at iteration {state.iteration}: saving a checkpoint", flush=True)
-        state.elapsed_s = time.perf_counter() - started
-        checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
-        print(f"resume with: python launch/train.py resume={run.path}", flush=True)
-        logger.finish()
-        ray.shutdown()
-        return
-    if checkpoint is None or state.iteration > int(checkpoint.name.rpartition("_")[2]):
-        checkpoint = save_checkpoint(algo, run, state, evaluator, cfg)
+    # 7. checkpoint
+    def save(self, state: RunState) -> Path:
+        return save_checkpoint(self.algo, self.run, state, self.evaluator, self.cfg)
 
-    final = evaluator.run(algo, cfg.eval.final_games, state.iteration, final=True) if cfg.eval.final_games else None
-    if final is not None:
-        # main as trained joins the league for good, and a last round rates it
+    def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
+        """Greedy main against the panel; main as trained joins the league for good, and a last round rates it."""
+        cfg, algo, league, evaluator = self.cfg, self.algo, self.league, self.evaluator
+        final = evaluator.run(algo, cfg.eval.final_games, state.iteration, final=True)
         if state.last_snapshot != state.iteration and cfg.league.max_snapshots:
-            take_snapshot(algo, league, pool, state, evaluator, final)
+            take_snapshot(algo, league, self.pool, state, evaluator, final)
         league.set_main_panel(panel_of(final), state.iteration, state.env_steps)
         league.rating_round(evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
                             iteration=state.iteration, env_steps=state.env_steps, label="final")
-    summary = write_summary(cfg, run, state, checkpoint, final, league)
-    logger.finish(final, run.policy_of(checkpoint))
-    print(summary, flush=True)
-    ray.shutdown()
+        return final
+
+    def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
+        return write_summary(self.cfg, self.run, state, saved, self.league)
+
+    def close(self) -> None:
+        ray.shutdown()
 
 
 # ---------------------------------------------------------------- 1. compose, resume
@@ -190,8 +189,6 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
     try:
         cfg: TrainConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         check(cfg)
-        from launch import build
-
         build.check_resources(cfg)  # what Ray could never grant here would make it wait forever
     except Exception as err:  # a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
@@ -202,12 +199,6 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
 def check_players(cfg: TrainConfig) -> None:
     """Every player the config names (eval.panel, league.external) loads, and a learned one was trained for this
     run's variant and player count: refused here in one line, not after Ray has started."""
-    from launch import build
-    from ludo_env.rules import Rules
-    from policies.checkpoints import PolicyFileError
-    from policies.league.league import normalized_external
-    from policies.players import PlayerSpecError, make_player
-
     rules = Rules.load(build.rules_mapping(cfg))
     for key, specs in (("eval.panel", cfg.eval.panel), ("league.external", cfg.league.external)):
         for spec in specs:
@@ -252,9 +243,6 @@ def resume_argv(argv: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------- 2. seed
 def seed_everything(seed: int) -> None:
-    import numpy as np
-    import torch
-
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -262,8 +250,6 @@ def seed_everything(seed: int) -> None:
 
 # ---------------------------------------------------------------- 4. train: budget, snapshots
 def env_steps_of(result: dict) -> int:
-    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
-
     steps = result.get(NUM_ENV_STEPS_SAMPLED_LIFETIME)
     if steps is None:
         steps = result.get(ENV_RUNNER_RESULTS, {}).get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
@@ -272,8 +258,6 @@ def env_steps_of(result: dict) -> int:
 
 def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator, evaluation) -> str:
     """Freeze main's current weights into the league: a policy file, a member, a slot on every EnvRunner."""
-    from policies.league.pool import MAIN, snapshot_id
-
     weights = algo.learner_group.get_weights([MAIN])[MAIN]
     panel = panel_of(evaluation) if evaluation and evaluation["iteration"] == state.iteration else None
     member, evicted = league.add_snapshot(state.iteration, state.env_steps,
@@ -293,8 +277,6 @@ def push_weights(algo, module_id: str, weights) -> None:
     algo.learner_group.set_weights({module_id: weights})
 
     def load(runner, _weights=weights, _id=module_id):
-        from launch.sampler import BatchedLudoEnvRunner
-
         if isinstance(runner, BatchedLudoEnvRunner):
             runner.set_module_state(_id, _weights)  # between two steps of a sample playing in the background
         else:
@@ -309,10 +291,6 @@ def seat_externals(cfg: TrainConfig, league) -> dict[str, str]:
     that cannot play (a missing file, another variant or player count) stops the run now, in one line."""
     if cfg.sampler.name != "batched":
         return {}
-    from launch import build
-    from ludo_env.rules import Rules
-    from policies.players import PlayerSpecError, make_player
-
     rules = Rules.load(build.rules_mapping(cfg))
     externals = {m.name: m.spec for m in league.store.members(active_only=True, kinds=["external"])}
     for name, spec in externals.items():
@@ -345,11 +323,6 @@ class PanelEvaluator:
     """Greedy main against the panel, on a CPU copy of main loaded with the learner's weights."""
 
     def __init__(self, cfg: TrainConfig):
-        from launch import build
-        from ludo_env.core import ACTION_SPACE, observation_space
-        from ludo_env.rules import Rules
-        from policies.modules import module_spec
-
         self.cfg = cfg
         self.kind = cfg.algo.name
         self.model_config = build.main_model_config(cfg)
@@ -358,14 +331,10 @@ class PanelEvaluator:
                                   self.model_config).build()
 
     def load_main(self, algo) -> None:
-        from policies.league.pool import MAIN
-
         self.module.set_state(algo.learner_group.get_weights([MAIN])[MAIN])
         self.module.eval()
 
     def run(self, algo, games: int, iteration: int, final: bool = False) -> dict[str, Any]:
-        from policies.league.evaluation import evaluate_panel, learned_player
-
         self.load_main(algo)
         start = time.perf_counter()
         player = learned_player(self.module, f"main@{iteration}")
@@ -375,49 +344,33 @@ class PanelEvaluator:
 
     def main_player(self):
         """Greedy main as last loaded (by `run`), under the league's name for it."""
-        from policies.league.evaluation import learned_player
-        from policies.league.league import MAIN_MEMBER
-
         return learned_player(self.module, MAIN_MEMBER)
 
     def panel(self, player) -> dict[str, Any]:
         """Any player against the panel, as a league member's panel record."""
-        from policies.league.evaluation import evaluate_panel, panel_record
-
         return panel_record(evaluate_panel(player, self.cfg.eval.panel, self.rules, self.cfg.eval.games,
                                            self.cfg.eval.seed))
 
     def weights_of(self, policy_folder: Path):
         """A saved policy's weights in the form `RLModule.set_state` takes."""
-        from policies.saved import load_module
-
         return load_module(policy_folder).get_state()
 
     def write_policy(self, algo, dest: Path) -> None:
-        from policies.checkpoints import write_policy
-
         self.load_main(algo)
         write_policy(dest, self.kind, self.model_config, self.module.state_dict())
 
 
 def panel_of(evaluation: dict) -> dict[str, Any]:
-    from policies.league.evaluation import panel_record
-
     return panel_record(evaluation["results"])
 
 
 # ---------------------------------------------------------------- 6. log
 def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluation,
                  steps_per_s: float, league=None, league_round=None) -> dict[str, Any]:
-    from policies.league.pool import MAIN
-
     learner = result.get("learners", {}).get(MAIN, {})
     runners = result.get("env_runners", {})
     row: dict[str, Any] = {
-        "iteration": state.iteration,
-        "env_steps": state.env_steps,
-        "minutes": round(state.elapsed_s / 60, 3),
-        "env_steps_per_s": round(steps_per_s, 1),
+        **step_columns(state, steps_per_s),
         "loss": _number(learner.get("total_loss")),
         "pool": len(pool),
         "main_return": _number(runners.get("module_episode_returns_mean", {}).get(MAIN)),
@@ -428,9 +381,7 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
         row["q_mean"] = _number(learner.get("qf_mean"))
     else:
         row["entropy"] = _number(learner.get("entropy"))
-    if evaluation:
-        for r in evaluation["results"]:
-            row[f"eval/win_rate_vs_{r['opponent']}"] = r["win_rate"]
+    row.update(eval_columns(evaluation))
     if league_round is not None:
         rank, members, main = league.main_standing()
         row["league/main_rank"], row["league/members"] = rank, members
@@ -453,7 +404,7 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
+def progress_line(row: dict[str, Any]) -> str:
     def fmt(value, spec):
         return "-" if value is None else format(value, spec)
 
@@ -464,7 +415,7 @@ def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
             f"pool {row['pool']}")
     if "league/main_rank" in row:
         line += f" | league {row['league/main_rank']}/{row['league/members']}"
-    return line + eval_suffix(evaluations)
+    return line
 
 
 # ---------------------------------------------------------------- 7. checkpoint, summary
@@ -476,19 +427,10 @@ def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluato
     return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
 
 
-def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path, final: dict | None,
-                  league) -> str:
-    from launch.trainers import final_lines
-
-    policy = run.policy_of(checkpoint)
-    lines = [
-        f"done: {cfg.name}, {state.iteration} iterations, {state.env_steps:,} env steps, "
-        f"{state.elapsed_s / 60:.1f} minutes of training",
-        f"checkpoint: {checkpoint}",
-        f"policy:     {policy}   (play it as ckpt:{policy})",
-        f"resume:     python launch/train.py resume={run.path}",
-        f"league:     {league.store.path}   (python launch/leaderboard.py league={run.path})",
-    ]
+def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path,
+                  league) -> tuple[list[str], dict[str, Any]]:
+    lines, fields = checkpoint_summary(cfg, run, state, checkpoint, f"play it as ckpt:{run.policy_of(checkpoint)}")
+    lines.append(f"league:     {league.store.path}   (python launch/leaderboard.py league={run.path})")
     budget = cfg.budget
     if budget.env_steps and state.env_steps < budget.env_steps and budget.minutes and \
             state.elapsed_s >= budget.minutes * 60:
@@ -497,14 +439,7 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
                      f"(continue with resume={run.path} budget.minutes=<more>)")
     rank, members, main = league.main_standing()
     lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f}, sigma {main.sigma:.1f})")
-    results, commands = final_lines(cfg, policy, final)
-    lines += results
-    write_json(run.path / "summary.json", {
-        "name": cfg.name, "iterations": state.iteration, "env_steps": state.env_steps,
-        "minutes": state.elapsed_s / 60, "checkpoint": str(checkpoint), "policy": str(policy),
-        "final_evaluation": final, "evaluate_commands": commands, "evaluations": state.evaluations,
-    })
-    return "\n".join(lines)
+    return lines, fields
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ludo_env", "policies", "launch", "benchmarks")
 LAYERS = ("engine", "envs", "agents", "training/evaluation", "commands", "benchmarks")
 # launch/ holds both the shared training pieces and the command scripts that use them.
-TRAINING_MODULES = ("launch", "launch.cli", "launch.schema", "launch.runs", "launch.build", "launch.sampler",
-                    "launch.trainers")
+TRAINING_MODULES = ("launch", "launch.cli", "launch.schema", "launch.runs", "launch.loop", "launch.build",
+                    "launch.sampler", "launch.trainers")
 
 
 def module_name(path: Path) -> str:

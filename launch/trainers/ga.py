@@ -16,7 +16,8 @@ so far written as the policy, the next population bred; 4 the selection
 becomes the policy; 5 it plays ``eval.final_games`` games against
 ``players - 1`` copies of each ``eval.panel`` bot in the evaluator, and a
 summary gives win rates with Wilson 95% intervals and the commands that
-reproduce them. The GA itself
+reproduce them. `launch.loop` runs these steps (and saves the population on
+Ctrl-C or SIGTERM); this module supplies the GA's parts. The GA itself
 (operators, fitness, seeds) is specified in `policies.evolution`.
 
 Run folder (``cfg.run_dir``)::
@@ -48,116 +49,143 @@ rows in ``metrics.jsonl`` are replaced.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import ray
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
+from launch import build
 from launch.cli import UserError, one_line
-from launch.runs import SUMMARY, RunDir, RunState, write_json
+from launch.loop import Report, Trainer, run
+from launch.runs import RunState
 from launch.schema import TrainConfig
-from launch.trainers import final_evaluation, final_lines
+from ludo_env.rules import Rules
+from policies.checkpoints import POLICY_DIR, PolicyFileError
+from policies.evolution import (
+    HIDDEN,
+    OBS,
+    FitnessSpec,
+    GAParams,
+    GAState,
+    evaluate_population,
+    fitness,
+    init_population,
+    n_weights,
+    next_generation,
+    read_chromosome,
+    write_ann_policy,
+)
 
 POPULATION = "population.npz"
 FITNESS_PLOT = "fitness.png"
 
 
 def train(cfg: TrainConfig) -> None:
-    from launch import build
-    from launch.runs import WandbLogger, stop_on_sigterm
-    from ludo_env.rules import Rules
-    from policies.checkpoints import POLICY_DIR
-    from policies.evolution import OBS, FitnessSpec, GAParams, n_weights
-
     ga = cfg.algo
     if cfg.obs.name != OBS:
         raise UserError(f"obs={cfg.obs.name}: seed 001's network reads {OBS}: give obs={OBS}")
     if not (ga.generations or cfg.budget.iterations or cfg.budget.minutes):
         raise UserError("the GA's budget is unlimited: set algo.generations, budget.iterations or budget.minutes")
-    seed = cfg.seed if ga.seed is None else ga.seed
-    rules = Rules.load(build.rules_mapping(cfg))
-    run = RunDir(cfg.run_dir)
-    state_file = run.path / POPULATION
+    run(Evolution(cfg))
+
+
+class Evolution(Trainer):
+    """The loop's iteration is the generation; the run state lives in ``population.npz`` (`GAState`)."""
+
+    unit = "generation"
+    saves = "the population"
+    saves_first = True
+
+    def __init__(self, cfg: TrainConfig):
+        super().__init__(cfg)
+        self.seed = cfg.seed if cfg.algo.seed is None else cfg.algo.seed
+        self.rules = Rules.load(build.rules_mapping(cfg))
+        self.state_file = self.run.path / POPULATION
+        self.policy = self.run.path / POLICY_DIR
+        self.selection = None
+
+    @property
+    def save_every(self) -> int:
+        return self.cfg.algo.population_every
 
     # 1. the run folder: fresh, or the last population save
-    if cfg.resume:
-        state = load_state(cfg, state_file)
-        if state.population.shape != (ga.population, n_weights()):
-            raise UserError(f"resume: the run's population has {state.population.shape[0]} chromosomes, "
-                            f"algo.population={ga.population}: keep the run's value")
-        run.drop_metrics_from(state.generation)
-    else:
-        from hydra.core.hydra_config import HydraConfig
-
-        run.save_overrides([o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")])
-        state = initial_state(cfg, seed)
-    run_state = RunState(iteration=state.generation, elapsed_s=state.elapsed_s, wandb_id=state.wandb_id)
-    logger = WandbLogger(cfg, run, run_state)
-    state.wandb_id = run_state.wandb_id
-    if not cfg.resume:
-        state.save(state_file)
+    def open(self, resume: bool) -> tuple[RunState, Path | None]:
+        ga = self.cfg.algo
+        if resume:
+            self.ga = load_state(self.cfg, self.state_file)
+            if self.ga.population.shape != (ga.population, n_weights()):
+                raise UserError(f"resume: the run's population has {self.ga.population.shape[0]} chromosomes, "
+                                f"algo.population={ga.population}: keep the run's value")
+            self.run.drop_metrics_from(self.ga.generation)
+        else:
+            self.ga = initial_state(self.cfg, self.seed)
+        state = RunState(iteration=self.ga.generation, elapsed_s=self.ga.elapsed_s, wandb_id=self.ga.wandb_id)
+        return state, self.state_file if resume else None
 
     # 2. Ray
-    import ray
+    def start(self, state: RunState) -> str:
+        ga, rules = self.cfg.algo, self.rules
+        ray.init(address=self.cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
+                 configure_logging=True, log_to_driver=False)
+        self.tasks = ga.tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.spec = FitnessSpec(rules=rules.to_dict(), opponent=ga.opponent, games=ga.games, seed=self.seed,
+                                common_dice=ga.common_dice, max_plies=self.cfg.max_plies)
+        self.params = GAParams(ga.population, ga.crossover_rate, ga.mutation_rate, ga.mutation_sigma, ga.elitism)
+        return (f"{'resumed at generation ' + str(self.ga.generation) if self.cfg.resume else 'new run'}; "
+                f"{ga.population} chromosomes x {ga.games} games vs {rules.players - 1} x {ga.opponent}, "
+                f"{rules.name}; {self.tasks} Ray tasks per generation")
 
-    ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
-             configure_logging=True, log_to_driver=False)
-    tasks = ga.tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    spec = FitnessSpec(rules=rules.to_dict(), opponent=ga.opponent, games=ga.games, seed=seed,
-                       common_dice=ga.common_dice, max_plies=cfg.max_plies)
-    params = GAParams(ga.population, ga.crossover_rate, ga.mutation_rate, ga.mutation_sigma, ga.elitism)
-    policy = run.path / POLICY_DIR
-    print(f"run folder: {run.path}  ({'resumed at generation ' + str(state.generation) if cfg.resume else 'new run'}; "
-          f"{ga.population} chromosomes x {ga.games} games vs {rules.players - 1} x {ga.opponent}, {rules.name}; "
-          f"{tasks} Ray tasks per generation; wandb {logger.mode})", flush=True)
+    def budget_spent(self, state: RunState) -> bool:
+        limits = [n for n in (self.cfg.algo.generations, self.cfg.budget.iterations) if n]
+        return bool((limits and state.iteration >= min(limits))
+                    or (self.cfg.budget.minutes and state.elapsed_s >= self.cfg.budget.minutes * 60))
 
     # 3. evolve
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves the population, like Ctrl-C
-    started = time.perf_counter() - state.elapsed_s
-    try:
-        while not budget_spent(cfg, state):
-            state, row = generation(state, spec, params, tasks, rules, policy, started)
-            run.append_metrics(row)
-            logger.log({}, row)
-            plot_fitness(state.history, run.path / FITNESS_PLOT)
-            if cfg.progress:
-                print(progress_line(row), flush=True)
-            if state.generation % ga.population_every == 0:
-                state.save(state_file)
-    except KeyboardInterrupt:
-        # `state` is always a whole generation boundary: the one a resume must restart from.
-        state.elapsed_s = time.perf_counter() - started
-        state.save(state_file)
-        print(f"\nstopped at generation {state.generation}: population saved\n"
-              f"resume with: python launch/train.py resume={run.path}", flush=True)
-        logger.finish()
-        ray.shutdown()
-        return
-    state.save(state_file)
-    selection = None
-    if ga.select_games and state.best is not None:
-        selection = select_winner(state, spec, tasks, ga.select_games, rules, policy)
-        if cfg.progress:
-            print(f"selection: {selection['winner']} wins with fitness {selection['fitness']:.2f} over "
-                  f"{selection['games']} fresh games each ({selection['candidates']} candidates; the best so far "
-                  f"scores {selection['best_so_far_fitness']:.2f} there)", flush=True)
-    ray.shutdown()
+    def advance(self, state: RunState) -> None:
+        # `self.ga` is replaced whole: it is always a generation boundary, the one a resume restarts from.
+        self.ga, self.row = generation(self.ga, self.spec, self.params, self.tasks, self.rules, self.policy)
+        state.iteration = self.ga.generation
 
-    # 5. evaluate the chosen chromosome, summarise
-    final = final_evaluation(cfg, rules, policy) if cfg.eval.final_games and state.best is not None else None
-    summary = write_summary(cfg, run, state, policy, final, selection)
-    logger.finish(final, policy if state.best is not None else None)
-    print(summary, flush=True)
+    def report(self, state: RunState) -> Report:
+        self.row["minutes"] = round(state.elapsed_s / 60, 3)
+        plot_fitness(self.ga.history, self.run.path / FITNESS_PLOT)
+        return Report(self.row, progress_line(self.row))
+
+    def save(self, state: RunState) -> Path:
+        self.ga.elapsed_s, self.ga.wandb_id = state.elapsed_s, state.wandb_id
+        self.ga.save(self.state_file)
+        return self.state_file
+
+    # 4. the selection, then the loop evaluates the chosen chromosome
+    def finish(self, state: RunState, saved: Path | None) -> Path | None:
+        ga = self.cfg.algo
+        if ga.select_games and self.ga.best is not None:
+            self.selection = select_winner(self.ga, self.spec, self.tasks, ga.select_games, self.rules, self.policy)
+            if self.cfg.progress:
+                s = self.selection
+                print(f"selection: {s['winner']} wins with fitness {s['fitness']:.2f} over {s['games']} fresh games "
+                      f"each ({s['candidates']} candidates; the best so far scores {s['best_so_far_fitness']:.2f} "
+                      "there)", flush=True)
+        ray.shutdown()
+        return self.policy if self.ga.best is not None else None
+
+    def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
+        return summary(self.cfg, self.run, self.ga, self.policy, self.selection)
+
+    def close(self) -> None:
+        ray.shutdown()
 
 
 # ---------------------------------------------------------------- 1. the run folder
-def load_state(cfg: TrainConfig, state_file: Path):
-    from policies.evolution import GAState
-
+def load_state(cfg: TrainConfig, state_file: Path) -> GAState:
     if not state_file.is_file():
         raise UserError(f"resume={cfg.resume}: no {POPULATION} to resume from (not a GA run, or it never started)")
     try:
@@ -168,9 +196,6 @@ def load_state(cfg: TrainConfig, state_file: Path):
 
 def initial_state(cfg: TrainConfig, seed: int):
     """Generation 0: random weights, or the ``algo.init`` network plus noise."""
-    from policies.checkpoints import PolicyFileError
-    from policies.evolution import HIDDEN, GAState, init_population, read_chromosome
-
     ga = cfg.algo
     prior = None
     if ga.init != "random":
@@ -186,16 +211,9 @@ def initial_state(cfg: TrainConfig, seed: int):
 
 
 # ---------------------------------------------------------------- 3. one generation
-def budget_spent(cfg: TrainConfig, state) -> bool:
-    limits = [n for n in (cfg.algo.generations, cfg.budget.iterations) if n]
-    return bool((limits and state.generation >= min(limits))
-                or (cfg.budget.minutes and state.elapsed_s >= cfg.budget.minutes * 60))
-
-
-def generation(state, spec, params, tasks: int, rules, policy: Path, started: float):
-    """Evaluate `state`'s population, keep the fittest so far as the policy, breed: (next state, metrics row)."""
-    from policies.evolution import GAState, evaluate_population, fitness, next_generation, write_ann_policy
-
+def generation(state: GAState, spec, params, tasks: int, rules, policy: Path) -> tuple[GAState, dict[str, Any]]:
+    """Evaluate `state`'s population, keep the fittest so far as the policy, breed: (next state, metrics row
+    without its minutes, which the loop's clock gives)."""
     g, population = state.generation, state.population
     start = time.perf_counter()
     stats = evaluate_population(population, g, spec, tasks)
@@ -223,11 +241,10 @@ def generation(state, spec, params, tasks: int, rules, policy: Path, started: fl
         "best_generation": best_generation,
         "games": (g + 1) * games,
         "games_per_s": round(games / max(seconds, 1e-9), 1),
-        "minutes": round((time.perf_counter() - started) / 60, 3),
     }
     following = GAState(generation=g + 1, population=children, rng_state=rng.bit_generator.state, history=history,
                         best=best, best_fitness=best_fitness, best_generation=best_generation,
-                        elapsed_s=time.perf_counter() - started, wandb_id=state.wandb_id)
+                        elapsed_s=state.elapsed_s, wandb_id=state.wandb_id)
     return following, row
 
 
@@ -242,10 +259,6 @@ def select_winner(state, spec, tasks: int, games: int, rules, policy: Path) -> d
     (its fitness is the maximum of thousands of noisy draws). Here every candidate plays `games` games on
     common dice never rolled before, and the fittest is kept.
     """
-    import dataclasses
-
-    from policies.evolution import evaluate_population, fitness, write_ann_policy
-
     candidates = np.vstack([state.best[None, :], state.population])
     trial = dataclasses.replace(spec, games=games, common_dice=True)
     values = fitness(evaluate_population(candidates, SELECTION_GENERATION, trial, tasks))
@@ -266,10 +279,6 @@ def progress_line(row: dict[str, Any]) -> str:
 
 def plot_fitness(history: np.ndarray, path: Path) -> None:
     """Mean and max fitness per generation, drawn off-screen (Agg) and renamed into place."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
     fig = Figure(figsize=(7, 4))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -288,8 +297,8 @@ def plot_fitness(history: np.ndarray, path: Path) -> None:
 
 
 # ---------------------------------------------------------------- 4. evaluate, summarise
-def write_summary(cfg: TrainConfig, run: RunDir, state, policy: Path, final: dict[str, Any] | None,
-                  selection: dict[str, Any] | None = None) -> str:
+def summary(cfg: TrainConfig, run_dir, state: GAState, policy: Path,
+            selection: dict[str, Any] | None) -> tuple[list[str], dict[str, Any]]:
     games = int(state.generation * cfg.algo.population * cfg.algo.games)
     lines = [(f"done: {cfg.name}, {state.generation} generations, {games:,} fitness games, "
               f"{state.elapsed_s / 60:.1f} minutes of evolution")]
@@ -298,17 +307,14 @@ def write_summary(cfg: TrainConfig, run: RunDir, state, policy: Path, final: dic
     if selection:
         lines.append(f"policy is:  {selection['winner']} (fitness {selection['fitness']:.2f} over "
                      f"{selection['games']} fresh games, of {selection['candidates']} candidates)")
-        lines.append(f"policy:     {policy}   (play it as ckpt:{run.path})")
-    lines += [f"population: {run.path / POPULATION}", f"fitness:    {run.path / FITNESS_PLOT}",
-              f"resume:     python launch/train.py resume={run.path}"]
-    results, commands = final_lines(cfg, policy, final)
-    lines += results
-    write_json(run.path / SUMMARY, {
+        lines.append(f"policy:     {policy}   (play it as ckpt:{run_dir.path})")
+    lines += [f"population: {run_dir.path / POPULATION}", f"fitness:    {run_dir.path / FITNESS_PLOT}",
+              f"resume:     python launch/train.py resume={run_dir.path}"]
+    return lines, {
         "name": cfg.name, "generations": state.generation, "fitness_games": games,
         "minutes": state.elapsed_s / 60, "policy": str(policy) if state.best is not None else None,
         "best_fitness": state.best_fitness if math.isfinite(state.best_fitness) else None,
-        "best_generation": state.best_generation, "population": str(run.path / POPULATION),
+        "best_generation": state.best_generation, "population": str(run_dir.path / POPULATION),
         "fitness_history": {"mean": state.history[:, 0].tolist(), "max": state.history[:, 1].tolist()},
-        "selection": selection, "final_evaluation": final, "evaluate_commands": commands,
-    })
-    return "\n".join(lines)
+        "selection": selection,
+    }

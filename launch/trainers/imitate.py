@@ -32,41 +32,39 @@ plays it and ``algo.init=<run>`` seeds the GA; ``metrics.jsonl``;
 ``summary.json``; ``wandb/``. At the end the network plays
 ``eval.final_games`` games against ``players - 1`` copies of each
 ``eval.panel`` bot, reported as `launch.trainers.ga` does. A run takes
-seconds and is not resumed: the same seed trains the same network again.
+seconds and is not resumed: the same seed trains the same network again;
+Ctrl-C or SIGTERM writes the network as trained so far as the policy.
+`launch.loop` runs the epochs; this module supplies the imitation's parts.
 """
 from __future__ import annotations
 
 import math
-import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from launch import build
 from launch.cli import UserError, one_line
-from launch.runs import SUMMARY, RunDir, RunState, write_json
+from launch.loop import Report, Trainer, run
+from launch.runs import RunState
 from launch.schema import TrainConfig
+from ludo_env.engine.layout import compile_rules
+from ludo_env.observations import encode
+from ludo_env.rules import Rules
+from policies.checkpoints import POLICY_DIR
+from policies.evolution import HIDDEN, INIT_RANGE, INPUTS, OBS, OUTPUTS, pack, write_ann_policy
+from policies.records import RecordError, load_decisions, rule_changes
 
 
 def train(cfg: TrainConfig) -> None:
-    import torch
-
-    from launch import build
-    from launch.runs import WandbLogger
-    from launch.trainers import final_evaluation
-    from ludo_env.engine.layout import compile_rules
-    from ludo_env.observations import encode
-    from ludo_env.rules import Rules
-    from policies.checkpoints import POLICY_DIR
-    from policies.evolution import OBS, write_ann_policy
-    from policies.records import RecordError, load_decisions, rule_changes
-
     imitate = cfg.algo
     if cfg.resume:
         raise UserError(f"resume={cfg.resume}: imitation runs are not resumed: start a new one (the same seed "
                         "trains the same network)")
     if cfg.obs.name != OBS:
         raise UserError(f"obs={cfg.obs.name}: seed 001's network reads {OBS}: give obs={OBS}")
-    seed = cfg.seed if imitate.seed is None else imitate.seed
     rules = Rules.load(build.rules_mapping(cfg))
     try:
         decisions = load_decisions(list(imitate.records))
@@ -81,58 +79,90 @@ def train(cfg: TrainConfig) -> None:
         decisions = decisions.subset(np.flatnonzero(decisions.legal.sum(axis=1) >= 2))
     if not len(decisions):
         raise UserError("algo.records: no decisions left to learn from")
-    train_rows, val_rows = split_games(decisions.games, imitate.validation, seed)
+    run(Imitation(cfg, rules, decisions))
 
-    run = RunDir(cfg.run_dir)
-    from hydra.core.hydra_config import HydraConfig
 
-    run.save_overrides([o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")])
-    logger = WandbLogger(cfg, run, RunState())
+class Imitation(Trainer):
+    """The loop's iteration is the epoch; a save writes the network as the policy (there is no resume)."""
 
-    # Inputs, targets, masks: float64, so the saved chromosome plays exactly as the trained model predicts.
-    x = torch.from_numpy(encode(OBS, decisions.states, compile_rules(rules)).astype(np.float64))
-    y = torch.nn.functional.one_hot(torch.from_numpy(decisions.chosen), 4).double()
-    legal = torch.from_numpy(decisions.legal.astype(bool))
-    choice = legal.sum(dim=1) >= 2
-    torch.manual_seed(seed)
-    torch.set_num_threads(1)  # a 60-6-4 network: more threads only add synchronisation (measured 6x slower with 2)
-    model = network()
-    optimizer = torch.optim.SGD(model.parameters(), lr=imitate.lr)
-    print(f"run folder: {run.path}  ({len(decisions):,} decisions from {len(set(decisions.games)):,} games, "
-          f"{len(train_rows):,} for training, {len(val_rows):,} held out; {rules.name}; wandb {logger.mode})",
-          flush=True)
+    unit = "epoch"
+    saves = "the network as the policy"
+    resumable = False
+    save_every = 0
 
-    started = time.perf_counter()
-    t, v = torch.from_numpy(train_rows), torch.from_numpy(val_rows)
-    x_train, y_train = x[t], y[t]
-    epoch, row = 0, None
-    while True:
-        out = torch.sigmoid(model(x_train))
-        mse = float(((out - y_train) ** 2).mean())
-        stop = (mse < imitate.target_mse or epoch >= imitate.epochs
-                or (cfg.budget.minutes and time.perf_counter() - started >= cfg.budget.minutes * 60))
-        if stop or epoch % imitate.log_every == 0:
-            row = report(model, x, y, legal, choice, t, v, epoch, mse, time.perf_counter() - started)
-            run.append_metrics(row)
-            logger.log({}, row)
-            if cfg.progress:
-                print(progress_line(row), flush=True)
-        if stop:
-            break
-        loss = 0.5 * ((out - y_train) ** 2).sum(dim=1).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        epoch += 1
+    def __init__(self, cfg: TrainConfig, rules, decisions):
+        super().__init__(cfg)
+        self.rules, self.decisions = rules, decisions
+        self.seed = cfg.seed if cfg.algo.seed is None else cfg.algo.seed
+        self.policy = self.run.path / POLICY_DIR
+        self.done, self.row, self.loss = False, None, None
 
-    policy = run.path / POLICY_DIR
-    write_ann_policy(policy, chromosome_of(model), rules, {
-        "source": "imitate", "records": [str(r) for r in imitate.records], "epochs": epoch,
-        "train_mse": row["train_mse"], "val_mse": row["val_mse"], "val_accuracy": row["val_accuracy"]})
-    final = final_evaluation(cfg, rules, policy) if cfg.eval.final_games else None
-    summary = write_summary(cfg, run, row, policy, final, len(decisions))
-    logger.finish(final, policy)
-    print(summary, flush=True)
+    def open(self, resume: bool) -> tuple[RunState, Path | None]:
+        return RunState(), None
+
+    def start(self, state: RunState) -> str:
+        decisions = self.decisions
+        self.train_rows, self.val_rows = split_games(decisions.games, self.cfg.algo.validation, self.seed)
+        # Inputs, targets, masks: float64, so the saved chromosome plays exactly as the trained model predicts.
+        self.x = torch.from_numpy(encode(OBS, decisions.states, compile_rules(self.rules)).astype(np.float64))
+        self.y = torch.nn.functional.one_hot(torch.from_numpy(decisions.chosen), 4).double()
+        self.legal = torch.from_numpy(decisions.legal.astype(bool))
+        self.choice = self.legal.sum(dim=1) >= 2
+        torch.manual_seed(self.seed)
+        torch.set_num_threads(1)  # a 60-6-4 network: more threads only add synchronisation (measured 6x slower)
+        self.model = network()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.cfg.algo.lr)
+        self.t, self.v = torch.from_numpy(self.train_rows), torch.from_numpy(self.val_rows)
+        return (f"{len(decisions):,} decisions from {len(set(decisions.games)):,} games, {len(self.train_rows):,} "
+                f"for training, {len(self.val_rows):,} held out; {self.rules.name}")
+
+    def budget_spent(self, state: RunState) -> bool:
+        return self.done
+
+    def advance(self, state: RunState) -> None:
+        """One full-batch gradient step on the last epoch's loss (none before the first), then this epoch's
+        forward pass."""
+        if self.loss is not None:
+            self.optimizer.zero_grad()
+            self.loss.backward()
+            self.optimizer.step()
+            state.iteration += 1
+        out = torch.sigmoid(self.model(self.x[self.t]))
+        y_train = self.y[self.t]
+        self.mse = float(((out - y_train) ** 2).mean())
+        self.loss = 0.5 * ((out - y_train) ** 2).sum(dim=1).mean()
+
+    def report(self, state: RunState) -> Report | None:
+        imitate, epoch = self.cfg.algo, state.iteration
+        minutes = self.cfg.budget.minutes
+        self.done = bool(self.mse < imitate.target_mse or epoch >= imitate.epochs
+                         or (minutes and state.elapsed_s >= minutes * 60))
+        if not (self.done or epoch % imitate.log_every == 0):
+            return None
+        self.row = report(self.model, self.x, self.y, self.legal, self.choice, self.t, self.v, epoch, self.mse,
+                          state.elapsed_s)
+        return Report(self.row, progress_line(self.row))
+
+    def save(self, state: RunState) -> Path:
+        row = self.row or {}
+        write_ann_policy(self.policy, chromosome_of(self.model), self.rules, {
+            "source": "imitate", "records": [str(r) for r in self.cfg.algo.records], "epochs": state.iteration,
+            "train_mse": row.get("train_mse"), "val_mse": row.get("val_mse"),
+            "val_accuracy": row.get("val_accuracy")})
+        return self.policy
+
+    def finish(self, state: RunState, saved: Path | None) -> Path | None:
+        return self.policy
+
+    def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
+        row, decisions = self.row, len(self.decisions)
+        lines = [(f"done: {self.cfg.name}, {row['iteration']} epochs on {decisions:,} decisions, "
+                  f"{60 * row['minutes']:.0f} s"),
+                 progress_line(row),
+                 (f"policy:     {policy}   (play it as ckpt:{self.run.path}; seed the GA with "
+                  f"algo.init={self.run.path})")]
+        return lines, {"name": self.cfg.name, "decisions": decisions, "records": list(self.cfg.algo.records),
+                       "policy": str(policy), "training": row}
 
 
 def split_games(games: np.ndarray, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,10 +181,6 @@ def split_games(games: np.ndarray, share: float, seed: int) -> tuple[np.ndarray,
 def network():
     """Seed 001's 60-6-4 network, sigmoid hidden units, float64, weights and biases uniform in [-0.77, 0.77]; it
     returns the output units' inputs (the sigmoid of them is the network's output)."""
-    import torch
-
-    from policies.evolution import HIDDEN, INIT_RANGE, INPUTS, OUTPUTS
-
     model = torch.nn.Sequential(torch.nn.Linear(INPUTS, HIDDEN), torch.nn.Sigmoid(), torch.nn.Linear(HIDDEN, OUTPUTS))
     model = model.double()
     with torch.no_grad():
@@ -165,16 +191,12 @@ def network():
 
 def chromosome_of(model) -> np.ndarray:
     """The model's weights in the chromosome layout of `policies.evolution` (nn.Linear stores (out, in))."""
-    from policies.evolution import pack
-
     first, last = model[0], model[2]
     return pack(first.weight.detach().numpy().T, first.bias.detach().numpy(), last.weight.detach().numpy().T,
                 last.bias.detach().numpy())
 
 
 def report(model, x, y, legal, choice, t, v, epoch: int, train_mse: float, seconds: float) -> dict[str, Any]:
-    import torch
-
     with torch.no_grad():
         logits = model(x)
         out = torch.sigmoid(logits)
@@ -202,17 +224,3 @@ def progress_line(row: dict[str, Any]) -> str:
     val = "-" if row["val_mse"] is None else f"{row['val_mse']:.4f}"
     return (f"epoch {row['iteration']:6d} | train mse {row['train_mse']:.4f} acc {pct(row['train_accuracy'])} | "
             f"val mse {val} acc {pct(row['val_accuracy'])} (choices {pct(row['val_choice_accuracy'])})")
-
-
-def write_summary(cfg: TrainConfig, run: RunDir, row: dict[str, Any], policy, final, decisions: int) -> str:
-    from launch.trainers import final_lines
-
-    lines = [f"done: {cfg.name}, {row['iteration']} epochs on {decisions:,} decisions, {60 * row['minutes']:.0f} s",
-             progress_line(row),
-             f"policy:     {policy}   (play it as ckpt:{run.path}; seed the GA with algo.init={run.path})"]
-    results, commands = final_lines(cfg, policy, final)
-    lines += results
-    write_json(run.path / SUMMARY, {"name": cfg.name, "decisions": decisions, "records": list(cfg.algo.records),
-                                    "policy": str(policy), "training": row, "final_evaluation": final,
-                                    "evaluate_commands": commands})
-    return "\n".join(lines)

@@ -15,7 +15,8 @@ iterations the greedy player meets ``players - 1`` copies of each ``eval.panel``
 entry in the evaluator (Wilson 95% intervals); every ``checkpoint.every``
 iterations, at the end and on Ctrl-C or SIGTERM an atomic checkpoint; 4 the
 final evaluation (``eval.final_games``) of the saved policy and a summary with
-the commands that reproduce it.
+the commands that reproduce it. `launch.loop` runs these steps; this module
+supplies the TD(λ) parts.
 
 Run folder (``cfg.run_dir``, `launch.runs`)::
 
@@ -43,101 +44,97 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from launch import build
 from launch.cli import UserError
-from launch.runs import SUMMARY, RunDir, RunState, write_json
+from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, run, step_columns
+from launch.runs import RunDir, RunState, write_json
 from launch.schema import TrainConfig
-from launch.trainers import final_evaluation, final_lines
+from ludo_env.afterstate_features import feature_count
+from ludo_env.engine.layout import compile_rules
+from ludo_env.rules import Rules
+from policies.checkpoints import POLICY_DIR, write_policy
+from policies.league.evaluation import evaluate_panel
+from policies.search import GreedyPlayer
+from policies.td_lambda import (
+    DEFAULT_ALPHA,
+    KIND,
+    SelfPlay,
+    load_value,
+    make_learner,
+    make_value,
+    policy_state,
+)
 
 LEARNER = "learner.json"
 
 
 def train(cfg: TrainConfig) -> None:
-    import torch
-
-    from launch import build
-    from launch.runs import WandbLogger, budget_spent, stop_on_sigterm
-    from ludo_env.engine.layout import compile_rules
-    from ludo_env.rules import Rules
-    from policies.td_lambda import DEFAULT_ALPHA, SelfPlay, make_learner, make_value
-
     # Small tensors: a second thread only spins against the other processes (measured 12x slower MLP steps
     # on a loaded 2-core machine).
     torch.set_num_threads(1)
-    td = cfg.algo
-    seed = cfg.seed if td.seed is None else td.seed
-    alpha = DEFAULT_ALPHA[td.value] if td.alpha is None else td.alpha
-    rules = Rules.load(build.rules_mapping(cfg))
-    tab = compile_rules(rules)
-    run = RunDir(cfg.run_dir)
+    run(TDLambda(cfg))
+
+
+class TDLambda(Trainer):
+    def __init__(self, cfg: TrainConfig):
+        super().__init__(cfg)
+        td = cfg.algo
+        self.seed = cfg.seed if td.seed is None else td.seed
+        self.alpha = DEFAULT_ALPHA[td.value] if td.alpha is None else td.alpha
+        self.rules = Rules.load(build.rules_mapping(cfg))
+        self.value = make_value(td.value, td.hidden, self.seed)
+        self.learner_state = self.resumed = self.stats = None
 
     # 1. the run folder
-    value = make_value(td.value, td.hidden, seed)
-    if cfg.resume:
-        state, checkpoint = resume_point(cfg, run)
-        load_checkpoint(value, checkpoint)
-        learner_state = json.loads((checkpoint / LEARNER).read_text())
-        run.drop_metrics_from(state.iteration + 1)
-    else:
-        from hydra.core.hydra_config import HydraConfig
-
-        overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
-        run.save_overrides([o for o in overrides if not o.startswith("resume=")])
-        state, checkpoint, learner_state = RunState(), None, None
+    def open(self, resume: bool) -> tuple[RunState, Path | None]:
+        if not resume:
+            return RunState(), None
+        state, checkpoint = resume_point(self.cfg, self.run)
+        load_checkpoint(self.value, checkpoint)
+        self.learner_state = json.loads((checkpoint / LEARNER).read_text())
+        self.run.drop_metrics_from(state.iteration + 1)
+        self.resumed = checkpoint
+        return state, checkpoint
 
     # 2. value, learner, self-play
-    learner = make_learner(value, td.method, td.games, rules.players, alpha, td.lam, td.gamma)
-    play = SelfPlay(tab, value, learner, td.games, td.epsilon, play_seed(seed, state.iteration), cfg.max_plies)
-    if learner_state is not None:
-        play.rng.bit_generator.state = learner_state["rng"]
-        play.started_games = int(learner_state["games_started"])
-    logger = WandbLogger(cfg, run, state)
-    print(f"run folder: {run.path}  ({'resumed from ' + checkpoint.name if checkpoint else 'new run'}; "
-          f"{td.value} value, {td.method}, lambda {td.lam}, alpha {alpha}, epsilon {td.epsilon}, {td.games} games "
-          f"of {rules.name} x {rules.players}; wandb {logger.mode})", flush=True)
+    def start(self, state: RunState) -> str:
+        td, rules = self.cfg.algo, self.rules
+        learner = make_learner(self.value, td.method, td.games, rules.players, self.alpha, td.lam, td.gamma)
+        self.play = SelfPlay(compile_rules(rules), self.value, learner, td.games, td.epsilon,
+                             play_seed(self.seed, state.iteration), self.cfg.max_plies)
+        if self.learner_state is not None:
+            self.play.rng.bit_generator.state = self.learner_state["rng"]
+            self.play.started_games = int(self.learner_state["games_started"])
+        return (f"{'resumed from ' + self.resumed.name if self.resumed else 'new run'}; {td.value} value, "
+                f"{td.method}, lambda {td.lam}, alpha {self.alpha}, epsilon {td.epsilon}, {td.games} games of "
+                f"{rules.name} x {rules.players}")
 
     # 3. train
-    import signal
+    def advance(self, state: RunState) -> None:
+        t0 = time.perf_counter()
+        self.stats = self.play.run(self.cfg.algo.steps_per_iteration)
+        self.seconds = time.perf_counter() - t0
+        state.iteration += 1
+        state.env_steps += self.stats.decisions
 
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves a checkpoint, like Ctrl-C
-    started = time.perf_counter() - state.elapsed_s
-    saved_at = state.iteration if checkpoint is not None else None
-    try:
-        while not budget_spent(cfg, state):
-            t0 = time.perf_counter()
-            stats = play.run(td.steps_per_iteration)
-            seconds = time.perf_counter() - t0
-            state.iteration += 1
-            state.env_steps += stats.decisions
-            state.elapsed_s = time.perf_counter() - started
-            evaluation = None
-            if cfg.eval.every and state.iteration % cfg.eval.every == 0:
-                evaluation = evaluate(cfg, rules, value, cfg.eval.games, state.iteration)
-                state.evaluations.append(evaluation)
-            row = progress_row(state, stats, seconds, value, td.epsilon, evaluation)
-            run.append_metrics(row)
-            logger.log({}, row)
-            if cfg.progress:
-                print(progress_line(row, state.evaluations), flush=True)
-            if state.iteration % cfg.checkpoint.every == 0 or budget_spent(cfg, state):
-                checkpoint = save_checkpoint(cfg, run, state, value, play, rules)
-                saved_at = state.iteration
-    except KeyboardInterrupt:
-        print(f"\nstopped at iteration {state.iteration}: saving a checkpoint", flush=True)
-        state.elapsed_s = time.perf_counter() - started
-        save_checkpoint(cfg, run, state, value, play, rules)
-        print(f"resume with: python launch/train.py resume={run.path}", flush=True)
-        logger.finish()
-        return
-    if saved_at != state.iteration or checkpoint is None:
-        checkpoint = save_checkpoint(cfg, run, state, value, play, rules)
+    def report(self, state: RunState) -> Report:
+        cfg = self.cfg
+        evaluation = None
+        if cfg.eval.every and state.iteration % cfg.eval.every == 0:
+            evaluation = evaluate(cfg, self.rules, self.value, cfg.eval.games, state.iteration)
+            state.evaluations.append(evaluation)
+        row = progress_row(state, self.stats, self.seconds, self.value, cfg.algo.epsilon, evaluation)
+        return Report(row, progress_line(row))
 
-    # 4. final evaluation of the saved policy, summary
-    policy = run.policy_of(checkpoint)
-    final = final_evaluation(cfg, rules, policy) if cfg.eval.final_games else None
-    summary = write_summary(cfg, run, state, checkpoint, final)
-    logger.finish(final, policy)
-    print(summary, flush=True)
+    def save(self, state: RunState) -> Path:
+        return save_checkpoint(self.cfg, self.run, state, self.value, self.play)
+
+    # 4. summary (the loop evaluates the saved policy)
+    def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
+        return checkpoint_summary(self.cfg, self.run, state, saved,
+                                  f"play it as ckpt:{policy}; search on it as search:{policy}")
 
 
 def play_seed(seed: int, iteration: int) -> int:
@@ -148,8 +145,6 @@ def play_seed(seed: int, iteration: int) -> int:
 # ---------------------------------------------------------------- 1. resume
 def resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path]:
     """The newest checkpoint whose run state, learner state and policy read back; one line if none does."""
-    from policies.td_lambda import load_value
-
     def check(checkpoint: Path, state: RunState) -> None:
         json.loads((checkpoint / LEARNER).read_text())["rng"]
         load_value(run.policy_of(checkpoint))
@@ -158,9 +153,6 @@ def resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path]:
 
 
 def load_checkpoint(value, checkpoint: Path) -> None:
-    from policies.checkpoints import POLICY_DIR
-    from policies.td_lambda import load_value
-
     saved = load_value(checkpoint / POLICY_DIR)
     if saved.kind != value.kind or saved.config() != value.config():
         raise UserError(f"resume: the run's value is {saved.config()}, the config asks for {value.config()}: "
@@ -171,9 +163,6 @@ def load_checkpoint(value, checkpoint: Path) -> None:
 # ---------------------------------------------------------------- 3. evaluate, log, checkpoint
 def evaluate(cfg: TrainConfig, rules, value, games: int, iteration: int) -> dict[str, Any]:
     """The greedy player on the current value against the panel (`policies.league.evaluation`)."""
-    from policies.league.evaluation import evaluate_panel
-    from policies.search import GreedyPlayer
-
     start = time.perf_counter()
     results = evaluate_panel(GreedyPlayer(value, name=f"td@{iteration}"), cfg.eval.panel, rules, games,
                              cfg.eval.seed)
@@ -184,10 +173,7 @@ def evaluate(cfg: TrainConfig, rules, value, games: int, iteration: int) -> dict
 def progress_row(state: RunState, stats, seconds: float, value, epsilon: float,
                  evaluation: dict[str, Any] | None) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "iteration": state.iteration,
-        "env_steps": state.env_steps,
-        "minutes": round(state.elapsed_s / 60, 3),
-        "env_steps_per_s": round(stats.decisions / max(seconds, 1e-9), 1),
+        **step_columns(state, stats.decisions / max(seconds, 1e-9)),
         "td_rmse": _finite(stats.td_rmse),
         "games_finished": stats.games_finished,
         "game_length": _finite(stats.game_decisions / stats.games_finished if stats.games_finished else None),
@@ -195,9 +181,7 @@ def progress_row(state: RunState, stats, seconds: float, value, epsilon: float,
         "epsilon": epsilon,
         "weight_norm": weight_norm(value),
     }
-    for r in (evaluation or {}).get("results", []):
-        row[f"eval/win_rate_vs_{r['opponent']}"] = r["win_rate"]
-    return row
+    return {**row, **eval_columns(evaluation)}
 
 
 def _finite(x: float | None) -> float | None:
@@ -205,56 +189,25 @@ def _finite(x: float | None) -> float | None:
 
 
 def weight_norm(value) -> float:
-    import torch
-
     return round(float(torch.sqrt(sum((v.double() ** 2).sum() for v in value.state_dict().values()))), 6)
 
 
-def progress_line(row: dict[str, Any], evaluations: list[dict]) -> str:
+def progress_line(row: dict[str, Any]) -> str:
     def fmt(x, spec):
         return "-" if x is None else format(x, spec)
 
-    line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>11,} | {row['env_steps_per_s']:,.0f} steps/s | "
+    return (f"it {row['iteration']:4d} | steps {row['env_steps']:>11,} | {row['env_steps_per_s']:,.0f} steps/s | "
             f"{row['minutes']:6.1f} min | td rmse {fmt(row['td_rmse'], '.4f')} | games {row['games_finished']} "
             f"(len {fmt(row['game_length'], '.0f')}) | |w| {row['weight_norm']:.2f}")
-    from launch.runs import eval_suffix
-
-    return line + eval_suffix(evaluations)
 
 
-def save_checkpoint(cfg: TrainConfig, run: RunDir, state: RunState, value, play, rules) -> Path:
+def save_checkpoint(cfg: TrainConfig, run_dir: RunDir, state: RunState, value, play) -> Path:
     """Policy folder, learner state and run state, renamed into place together (`RunDir.save_checkpoint`)."""
-    from launch import build
-    from ludo_env.afterstate_features import feature_count
-    from policies.checkpoints import write_policy
-    from policies.td_lambda import KIND, policy_state
-
     algo = dataclasses.asdict(cfg.algo)
     model_config, weights = policy_state(value, build.rules_mapping(cfg), {"algo": algo})
 
     def write_parts(folder: Path) -> None:
-        write_policy(run.policy_of(folder), KIND, model_config, weights, obs_dim=feature_count())
+        write_policy(run_dir.policy_of(folder), KIND, model_config, weights, obs_dim=feature_count())
         write_json(folder / LEARNER, {"rng": play.rng.bit_generator.state, "games_started": play.started_games})
 
-    return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
-
-
-# ---------------------------------------------------------------- 4. final evaluation, summary
-def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path,
-                  final: dict[str, Any] | None) -> str:
-    policy = run.policy_of(checkpoint)
-    lines = [
-        f"done: {cfg.name}, {state.iteration} iterations, {state.env_steps:,} env steps, "
-        f"{state.elapsed_s / 60:.1f} minutes of training",
-        f"checkpoint: {checkpoint}",
-        f"policy:     {policy}   (play it as ckpt:{policy}; search on it as search:{policy})",
-        f"resume:     python launch/train.py resume={run.path}",
-    ]
-    results, commands = final_lines(cfg, policy, final)
-    lines += results
-    write_json(run.path / SUMMARY, {
-        "name": cfg.name, "iterations": state.iteration, "env_steps": state.env_steps,
-        "minutes": state.elapsed_s / 60, "checkpoint": str(checkpoint), "policy": str(policy),
-        "final_evaluation": final, "evaluate_commands": commands, "evaluations": state.evaluations,
-    })
-    return "\n".join(lines)
+    return run_dir.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)

@@ -6,6 +6,11 @@ random players, recorded by the evaluator (the paper: a person's five games).
 from __future__ import annotations
 
 import json
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,10 +21,11 @@ from ludo_env.engine import compile_rules
 from ludo_env.observations import encode
 from ludo_env.rules import Rules
 from policies import evolution as ev
+from policies.checkpoints import read_meta
 from policies.records import load_decisions
 from policies.tournament import play_tournament
-from tests.agents.ga_runs import train
-from tests.launch.configs import train_config
+from tests.agents.ga_runs import ROOT, train
+from tests.launch.configs import metrics, script_env, train_config
 
 PYLUDO = Rules.load("pyludo")
 
@@ -59,6 +65,35 @@ def test_imitation_learns_the_bots_moves_and_the_network_plays_as_ckpt(tmp_path,
     # The GA can start from it: its chromosome plus noise.
     population = ev.init_population(4, np.random.default_rng(0), chromosome, init_sigma=1.0)
     assert abs((population - chromosome).std() - 1.0) < 0.1
+
+
+def test_sigterm_writes_the_network_trained_so_far_as_the_policy(tmp_path, records):
+    """A scheduler's stop (SIGTERM) mid-training saves, as Ctrl-C does, through the shared run loop."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=imitate", f"algo.records=[{records}]",
+                             "algo.epochs=10000000", "algo.target_mse=0", "algo.log_every=50", "wandb.mode=disabled",
+                             f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=script_env())
+    try:
+        deadline = time.monotonic() + 120
+        while not ((run_dir / "metrics.jsonl").is_file() and len(metrics(run_dir)) >= 2):
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "no second metrics row in time"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    stopped = re.search(r"stopped at epoch (\d+): saving the network as the policy", out)
+    assert stopped, out[-2000:]
+    assert f"saved: {run_dir / 'policy'}" in out
+    assert not (run_dir / "summary.json").exists()  # stopped: no final evaluation
+    assert read_meta(run_dir / "policy")["model_config"]["epochs"] == int(stopped.group(1)) >= 50
+    chromosome, _ = ev.read_chromosome(run_dir)
+    result = play_tournament([f"ckpt:{run_dir}", "random", "random", "random"], 4, PYLUDO, seed=1, rate=False)
+    assert result.finished.all() and np.isfinite(chromosome).all()
 
 
 def test_the_saved_chromosome_is_the_torch_network(records):

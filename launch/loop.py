@@ -1,0 +1,228 @@
+"""The run loop every trainer shares: ``launch/train.py`` and ``launch.trainers.*`` hand a `Trainer` to `run`.
+
+The loop owns the run's lifecycle, written once:
+
+1. the run folder (`launch.runs.RunDir`): the trainer opens it (fresh or
+   resumed, `Trainer.open`), a fresh start saves its overrides;
+2. the trainer's start (`Trainer.start`), wandb (`launch.runs.WandbLogger`)
+   and the ``run folder:`` line;
+3. the steps: until the budget is spent (`Trainer.budget_spent`, by default
+   `launch.runs.budget_spent`: env steps, iterations, minutes over every
+   start), ``advance`` then ``report``; each report is a row in
+   ``metrics.jsonl`` and wandb and a progress line; a save every
+   ``save_every`` steps and when the budget is spent;
+4. Ctrl-C and SIGTERM (a scheduler's stop) save and say how to resume;
+5. after the last step: a save if the last step has none, the trainer's
+   ``finish`` (the policy to evaluate), the final evaluation
+   (``eval.final_games`` against ``eval.panel``), the summary (lines and
+   ``summary.json``, with the commands that replay the final evaluation).
+
+A trainer supplies only what is its own: its state on disk (``open``,
+``save``), its step (``advance``, ``report``) and its summary lines.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hydra.core.hydra_config import HydraConfig
+
+from launch.runs import (
+    SUMMARY,
+    RunDir,
+    RunState,
+    WandbLogger,
+    budget_spent,
+    eval_suffix,
+    stop_on_sigterm,
+    variant_overrides,
+    write_json,
+)
+from policies.league.evaluation import evaluate_command, evaluate_panel
+from policies.players import make_player
+
+if TYPE_CHECKING:
+    from launch.schema import TrainConfig
+
+
+@dataclass
+class Report:
+    """One step's row for ``metrics.jsonl`` and wandb and its progress line (the loop adds the newest
+    evaluation); RLlib's raw result and a league that played a rating round go to wandb too."""
+
+    row: dict[str, Any]
+    line: str
+    raw: dict[str, Any] = field(default_factory=dict)
+    league: Any = None
+
+
+class Trainer:
+    """What a trainer supplies to `run`; the defaults suit a trainer with checkpoints and a policy folder."""
+
+    unit = "iteration"
+    """What one step is called in messages (``stopped at iteration 12``)."""
+    saves = "a checkpoint"
+    """What a save writes, for the Ctrl-C / SIGTERM message."""
+    resumable = True
+    saves_first = False
+    """A fresh run saves its starting point before the first step (cheap for it), so a kill at once resumes."""
+
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg
+        self.run = RunDir(cfg.run_dir)
+
+    @property
+    def save_every(self) -> int:
+        """Save after every this many steps (0: only when the budget is spent, on a stop and at the end)."""
+        return self.cfg.checkpoint.every
+
+    def open(self, resume: bool) -> tuple[RunState, Path | None]:
+        """The state to start from and the save it was read from (None for a fresh run)."""
+        raise NotImplementedError
+
+    def start(self, state: RunState) -> str:
+        """Build everything the steps need; returns what the ``run folder:`` line says about the run."""
+        raise NotImplementedError
+
+    def budget_spent(self, state: RunState) -> bool:
+        return budget_spent(self.cfg, state)
+
+    def advance(self, state: RunState) -> None:
+        """One step of training; it moves `state`'s counters (the loop keeps ``elapsed_s``)."""
+        raise NotImplementedError
+
+    def report(self, state: RunState) -> Report | None:
+        """After `advance` and the clock: the step's row, or None when this step logs nothing."""
+        raise NotImplementedError
+
+    def save(self, state: RunState) -> Path:
+        """Write the state a resume starts from, atomically; returns what was written."""
+        raise NotImplementedError
+
+    def finish(self, state: RunState, saved: Path | None) -> Path | None:
+        """After the last save: the policy folder to evaluate and name in the summary (None: there is none)."""
+        return self.run.policy_of(saved)
+
+    def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
+        return final_evaluation(self.cfg, self.rules, policy)
+
+    def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
+        """The summary's lines and ``summary.json``'s fields, the final evaluation's aside."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what `start` took (Ray); called once, after a stop or after the summary."""
+
+
+def run(trainer: Trainer) -> None:
+    """Run `trainer` from its run folder to its summary (module docstring)."""
+    cfg, run_dir = trainer.cfg, trainer.run
+    state, saved = trainer.open(bool(cfg.resume))
+    if not cfg.resume:
+        run_dir.save_overrides(task_overrides())
+    about = trainer.start(state)
+    logger = WandbLogger(cfg, run_dir, state)  # a new run's wandb id is in its first save
+    if saved is None and trainer.saves_first:
+        saved = trainer.save(state)
+    print(f"run folder: {run_dir.path}  ({about}; wandb {logger.mode})", flush=True)
+
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves, like Ctrl-C
+    started = time.perf_counter() - state.elapsed_s
+    saved_at = state.iteration if saved is not None else None
+    try:
+        while not trainer.budget_spent(state):
+            trainer.advance(state)
+            state.elapsed_s = time.perf_counter() - started
+            report = trainer.report(state)
+            if report is not None:
+                run_dir.append_metrics(report.row)
+                logger.log(report.raw, report.row, report.league)
+                if cfg.progress:
+                    print(report.line + eval_suffix(state.evaluations), flush=True)
+            if (trainer.save_every and state.iteration % trainer.save_every == 0) or trainer.budget_spent(state):
+                saved, saved_at = trainer.save(state), state.iteration
+    except KeyboardInterrupt:
+        print(f"\nstopped at {trainer.unit} {state.iteration}: saving {trainer.saves}", flush=True)
+        state.elapsed_s = time.perf_counter() - started
+        saved = trainer.save(state)
+        if trainer.resumable:
+            print(f"resume with: python launch/train.py resume={run_dir.path}", flush=True)
+        else:
+            print(f"saved: {saved}", flush=True)
+        logger.finish()
+        trainer.close()
+        return
+    if saved_at != state.iteration or saved is None:
+        saved = trainer.save(state)
+
+    policy = trainer.finish(state, saved)
+    final = trainer.final_evaluation(state, policy) if cfg.eval.final_games and policy is not None else None
+    lines, fields = trainer.summary(state, saved, policy)
+    results, commands = final_lines(cfg, policy, final)
+    write_json(run_dir.path / SUMMARY, {**fields, "final_evaluation": final, "evaluate_commands": commands})
+    logger.finish(final, policy)
+    print("\n".join(lines + results), flush=True)
+    trainer.close()
+
+
+def step_columns(state: RunState, steps_per_s: float) -> dict[str, Any]:
+    """The first columns of a row of a trainer that counts env steps."""
+    return {"iteration": state.iteration, "env_steps": state.env_steps, "minutes": round(state.elapsed_s / 60, 3),
+            "env_steps_per_s": round(steps_per_s, 1)}
+
+
+def eval_columns(evaluation: dict[str, Any] | None) -> dict[str, float]:
+    """``eval/win_rate_vs_<opponent>`` of an evaluation (none without one)."""
+    return {f"eval/win_rate_vs_{r['opponent']}": r["win_rate"] for r in (evaluation or {}).get("results", [])}
+
+
+def task_overrides() -> list[str]:
+    """The command line's overrides as Hydra saw them, less ``resume=`` (a resume reuses them)."""
+    overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
+    return [o for o in overrides if not o.startswith("resume=")]
+
+
+def checkpoint_summary(cfg: TrainConfig, run_dir: RunDir, state: RunState, checkpoint: Path,
+                       plays: str) -> tuple[list[str], dict[str, Any]]:
+    """The summary of a trainer with checkpoints: counters, the checkpoint, its policy (`plays` says how to play
+    it), the resume command."""
+    policy = run_dir.policy_of(checkpoint)
+    lines = [
+        (f"done: {cfg.name}, {state.iteration} iterations, {state.env_steps:,} env steps, "
+         f"{state.elapsed_s / 60:.1f} minutes of training"),
+        f"checkpoint: {checkpoint}",
+        f"policy:     {policy}   ({plays})",
+        f"resume:     python launch/train.py resume={run_dir.path}",
+    ]
+    fields = {"name": cfg.name, "iterations": state.iteration, "env_steps": state.env_steps,
+              "minutes": state.elapsed_s / 60, "checkpoint": str(checkpoint), "policy": str(policy),
+              "evaluations": state.evaluations}
+    return lines, fields
+
+
+def final_evaluation(cfg, rules, policy: Path) -> dict[str, Any]:
+    """The saved policy, loaded as ``ckpt:`` loads it, against ``cfg.eval.panel``: what the printed commands
+    replay exactly."""
+    start = time.perf_counter()
+    results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
+                             cfg.eval.seed)
+    return {"final": True, "seconds": round(time.perf_counter() - start, 2),
+            "results": [r.to_dict() for r in results]}
+
+
+def final_lines(cfg, policy: Path, final: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """Summary lines of a final evaluation (win rate, Wilson 95% interval) and the commands that replay it."""
+    players = int(cfg.variant.players)
+    lines, commands = [], []
+    for r in (final or {}).get("results", []):
+        command = evaluate_command(str(policy), r["opponent"], cfg.variant.name, players, r["games"],
+                                   cfg.eval.seed) + variant_overrides(cfg)
+        commands.append(command)
+        lo, hi = r["ci95"]
+        lines.append(f"vs {players - 1} x {r['opponent']}: win rate {100 * r['win_rate']:.1f}% "
+                     f"[{100 * lo:.1f}, {100 * hi:.1f}] over {r['games']} games; reproduce with:")
+        lines.append(f"  {command}")
+    return lines, commands
