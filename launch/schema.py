@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
 from policies.league.league import LeagueSettings
@@ -106,13 +107,14 @@ class Range:
 
     def text(self) -> str:
         """``a number in (0, 1]``, ``a number >= 1``, ... for the error line."""
+        low, high = _bound(self.low), _bound(self.high)
         if self.low is not None and self.high is not None:
             left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            words = f"a number in {left}{self.low:g}, {self.high:g}{right}"
+            words = f"a number in {left}{low}, {high}{right}"
         elif self.low is not None:
-            words = f"a number {'>' if self.low_open else '>='} {self.low:g}"
+            words = f"a number {'>' if self.low_open else '>='} {low}"
         elif self.high is not None:
-            words = f"a number {'<' if self.high_open else '<='} {self.high:g}"
+            words = f"a number {'<' if self.high_open else '<='} {high}"
         else:
             words = "a finite number"
         return words + (" or null" if self.null_ok else "")
@@ -120,6 +122,10 @@ class Range:
     def check(self, key: str, value: Any) -> None:
         if not self.allows(value):
             raise ValueError(f"{key}={value!r} is not allowed: give {self.text()}")
+
+
+def _bound(value: float | None) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}" if value is not None else ""
 
 
 POSITIVE = Range(0, low_open=True)
@@ -545,11 +551,8 @@ register()
 
 def check(cfg: TrainConfig) -> None:
     """What the types cannot say, group by group; raises ValueError with one line."""
-    from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
     from ludo_env.observations import check_encoder
 
-    check_integers(cfg, {"max_plies": (1, MAX_PLIES), "eval.games": (1, MAX_GAMES),
-                         "eval.final_games": (0, MAX_GAMES)})
     check_encoder(cfg.obs.name)
     Rules.load(dataclasses.asdict(cfg.variant))
     RewardConfig.load(dataclasses.asdict(cfg.reward))
@@ -570,10 +573,12 @@ def check(cfg: TrainConfig) -> None:
     if cfg.wandb.mode not in ("offline", "online", "disabled"):
         raise ValueError(f"wandb.mode={cfg.wandb.mode!r} is not allowed: choose offline, online or disabled")
     NON_NEGATIVE.check("seed", cfg.seed)
-    AT_LEAST_ONE.check("max_plies", cfg.max_plies)
+    Range(1, MAX_PLIES).check("max_plies", cfg.max_plies)
+    check_integers(cfg)  # what no range above bounds: every other integer within 64 bits, seeds >= 0
 
 
-EVAL_RANGES = {"every": NON_NEGATIVE, "games": AT_LEAST_ONE, "final_games": NON_NEGATIVE, "seed": NON_NEGATIVE}
+EVAL_RANGES = {"every": NON_NEGATIVE, "games": Range(1, MAX_GAMES), "final_games": Range(0, MAX_GAMES),
+               "seed": NON_NEGATIVE}
 """eval.<key>: its allowed values (eval.panel, player specs, is checked by launch/train.py before Ray starts)."""
 
 

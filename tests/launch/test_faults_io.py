@@ -264,13 +264,14 @@ def test_a_huge_integer_is_one_line(tmp_path, script, args, says):
 
 
 def test_every_integer_setting_of_a_config_is_range_checked():
-    from launch.schema import TrainConfig, check
+    from launch.schema import check
+    from tests.launch.configs import train_config
 
     with pytest.raises(UserError, match=r"algo\.train_batch_size=99999999999999999999999 is not allowed"):
         check_integers({"algo": {"train_batch_size": 99999999999999999999999}})
     with pytest.raises(UserError, match=r"hidden\[1\]=-5 is not allowed"):
         check_integers({"hidden": [8, -5]}, {"hidden": (1, 4096)})
-    cfg = TrainConfig()
+    cfg = train_config("+exp=smoke")
     cfg.seed = 2**70
     with pytest.raises(UserError, match=r"^seed=\d+ is not allowed: give an integer in \[0, 9223372036854775807\]$"):
         check(cfg)

@@ -60,11 +60,11 @@ BAD = [
     (PPO, "budget.iterations=-1", "give a number >= 0"),
     (DQN, "budget.env_steps=-5", "give a number >= 0"),
     (PPO, "eval.every=-1", "give a number >= 0"),
-    (PPO, "eval.games=0", "give a number >= 1"),
-    (DQN, "eval.final_games=-1", "give a number >= 0"),
+    (PPO, "eval.games=0", "give a number in [1, 10000000]"),
+    (DQN, "eval.final_games=-1", "give a number in [0, 10000000]"),
     (PPO, "eval.seed=-1", "give a number >= 0"),
     (DQN, "seed=-1", "give a number >= 0"),
-    (PPO, "max_plies=0", "give a number >= 1"),
+    (PPO, "max_plies=0", "give a number in [1, 2147483647]"),
 ]
 
 
