@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.algorithms.dqn import DQNConfig
-from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
@@ -30,6 +29,7 @@ from launch.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
+from policies.algorithms import module_algorithm
 from policies.modules import module_spec
 
 SNAPSHOT_EPSILON = 0.02
@@ -69,16 +69,7 @@ def main_model_config(cfg: TrainConfig) -> dict[str, Any]:
         # What the value head learned to predict: a search that reads the critic needs the shaping to undo it.
         "reward": dataclasses.asdict(cfg.reward),
     }
-    algo = cfg.algo
-    if algo.name == "dqn":
-        config |= {
-            "double_q": algo.double_q,
-            "dueling": algo.dueling,
-            "epsilon": epsilon_schedule(cfg),
-        }
-    else:
-        config |= {"vf_share_layers": algo.vf_share_layers}
-    return config
+    return config | rllib_training(cfg.algo.name).main_heads(cfg)
 
 
 def epsilon_schedule(cfg: TrainConfig) -> list[tuple[int, float]]:
@@ -87,10 +78,7 @@ def epsilon_schedule(cfg: TrainConfig) -> list[tuple[int, float]]:
 
 
 def snapshot_model_config(cfg: TrainConfig) -> dict[str, Any]:
-    config = main_model_config(cfg)
-    if cfg.algo.name == "dqn":
-        config["epsilon"] = [(0, SNAPSHOT_EPSILON)]
-    return config
+    return main_model_config(cfg) | rllib_training(cfg.algo.name).snapshot_heads
 
 
 def make_pool(cfg: TrainConfig) -> SnapshotPool:
@@ -228,7 +216,8 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
     matchmaker = matchmaker or first_matchmaker(cfg, pool)
     algo = cfg.algo
     res = cfg.resources
-    config = PPOConfig() if algo.name == "ppo" else DQNConfig()
+    training = rllib_training(algo.name)
+    config = module_algorithm(algo.name).config_class()
     batched = cfg.sampler.name == "batched"
     environment = env_config(cfg)
     if batched:
@@ -259,53 +248,110 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
     if batched:
         # One env copy per runner gives RLlib its spaces and connectors; the B games live in the runner.
         config.env_runners(env_runner_cls=BatchedLudoEnvRunner, num_envs_per_env_runner=1)
-    if algo.name == "ppo":
-        config.training(
-            lr=algo.lr,
-            gamma=algo.gamma,
-            lambda_=algo.gae_lambda,
-            train_batch_size_per_learner=algo.train_batch_size,
-            minibatch_size=algo.minibatch_size,
-            num_epochs=algo.num_epochs,
-            clip_param=algo.clip_param,
-            vf_loss_coeff=algo.vf_loss_coeff,
-            vf_clip_param=algo.vf_clip_param,
-            entropy_coeff=algo.entropy_coeff,
-            use_kl_loss=algo.kl_coeff > 0,
-            kl_coeff=algo.kl_coeff,
-            grad_clip=algo.grad_clip,
-        )
-    else:
-        if batched:
-            # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are
-            # safe and nothing sampled is dropped: every decision of main reaches the replay buffer. Sixteen
-            # decisions per game and call: a call costs about 0.1 s of shipping and Ray transfer whatever its
-            # size, so smaller calls make the runner wait on that (measured: 512 steps per call, 0.04 s to play,
-            # 0.1-0.27 s round trip).
-            config.env_runners(batch_mode="truncate_episodes",
-                               rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
-        else:
-            # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
-            config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
-        config.training(
-            lr=algo.lr,
-            gamma=algo.gamma,
-            train_batch_size_per_learner=algo.train_batch_size,
-            double_q=algo.double_q,
-            dueling=algo.dueling,
-            n_step=algo.n_step,
-            target_network_update_freq=algo.target_network_update_freq,
-            tau=algo.tau,
-            replay_buffer_config=replay_buffer_config(cfg, multi_agent=not batched),
-            epsilon=epsilon_schedule(cfg),
-            num_steps_sampled_before_learning_starts=algo.learning_starts,
-            training_intensity=algo.training_intensity,
-            td_error_loss_fn=algo.td_error_loss,
-            grad_clip=algo.grad_clip,
-            store_buffer_in_checkpoints=algo.store_buffer_in_checkpoints,
-        )
-        config.reporting(min_sample_timesteps_per_iteration=algo.steps_per_iteration)
+    training.apply(config, cfg, batched)
     return config
+
+
+def _ppo_heads(cfg: TrainConfig) -> dict[str, Any]:
+    return {"vf_share_layers": cfg.algo.vf_share_layers}
+
+
+def _dqn_heads(cfg: TrainConfig) -> dict[str, Any]:
+    algo = cfg.algo
+    return {"double_q": algo.double_q, "dueling": algo.dueling, "epsilon": epsilon_schedule(cfg)}
+
+
+def _train_ppo(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
+    algo = cfg.algo
+    config.training(
+        lr=algo.lr,
+        gamma=algo.gamma,
+        lambda_=algo.gae_lambda,
+        train_batch_size_per_learner=algo.train_batch_size,
+        minibatch_size=algo.minibatch_size,
+        num_epochs=algo.num_epochs,
+        clip_param=algo.clip_param,
+        vf_loss_coeff=algo.vf_loss_coeff,
+        vf_clip_param=algo.vf_clip_param,
+        entropy_coeff=algo.entropy_coeff,
+        use_kl_loss=algo.kl_coeff > 0,
+        kl_coeff=algo.kl_coeff,
+        grad_clip=algo.grad_clip,
+    )
+
+
+def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
+    algo = cfg.algo
+    if batched:
+        # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are
+        # safe and nothing sampled is dropped: every decision of main reaches the replay buffer. Sixteen
+        # decisions per game and call: a call costs about 0.1 s of shipping and Ray transfer whatever its
+        # size, so smaller calls make the runner wait on that (measured: 512 steps per call, 0.04 s to play,
+        # 0.1-0.27 s round trip).
+        config.env_runners(batch_mode="truncate_episodes",
+                           rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
+    else:
+        # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
+        config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
+    config.training(
+        lr=algo.lr,
+        gamma=algo.gamma,
+        train_batch_size_per_learner=algo.train_batch_size,
+        double_q=algo.double_q,
+        dueling=algo.dueling,
+        n_step=algo.n_step,
+        target_network_update_freq=algo.target_network_update_freq,
+        tau=algo.tau,
+        replay_buffer_config=replay_buffer_config(cfg, multi_agent=not batched),
+        epsilon=epsilon_schedule(cfg),
+        num_steps_sampled_before_learning_starts=algo.learning_starts,
+        training_intensity=algo.training_intensity,
+        td_error_loss_fn=algo.td_error_loss,
+        grad_clip=algo.grad_clip,
+        store_buffer_in_checkpoints=algo.store_buffer_in_checkpoints,
+    )
+    config.reporting(min_sample_timesteps_per_iteration=algo.steps_per_iteration)
+
+
+def _ppo_progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:
+    return {"entropy": learner.get("entropy")}
+
+
+def _dqn_progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:
+    return {"epsilon": epsilon_at(cfg, env_steps), "q_mean": learner.get("qf_mean")}
+
+
+def epsilon_at(cfg: TrainConfig, env_steps: int) -> float:
+    algo = cfg.algo
+    frac = min(1.0, env_steps / max(1, algo.epsilon_steps))
+    return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
+
+
+@dataclass(frozen=True)
+class RLlibTraining:
+    """How launch trains one RLlib algorithm (`policies.algorithms` holds what its saved module is)."""
+
+    main_heads: Callable[[TrainConfig], dict[str, Any]]
+    """model_config keys of main's heads, saved with every checkpoint."""
+    snapshot_heads: dict[str, Any]
+    """What a snapshot plays differently from main (a DQN snapshot explores at `SNAPSHOT_EPSILON`)."""
+    apply: Callable[[AlgorithmConfig, TrainConfig, bool], None]
+    """``(config, cfg, batched)``: the algorithm's training settings onto RLlib's config."""
+    progress: Callable[[TrainConfig, int, Mapping[str, Any]], dict[str, Any]]
+    """``(cfg, env_steps, learner metrics of main)`` -> the algorithm's own progress columns."""
+
+
+RLLIB_TRAINING: dict[str, RLlibTraining] = {
+    "ppo": RLlibTraining(_ppo_heads, {}, _train_ppo, _ppo_progress),
+    "dqn": RLlibTraining(_dqn_heads, {"epsilon": [(0, SNAPSHOT_EPSILON)]}, _train_dqn, _dqn_progress),
+}
+
+
+def rllib_training(name: str) -> RLlibTraining:
+    """The training entry of an RLlib algorithm; one line naming the known ones if there is none."""
+    if name not in RLLIB_TRAINING:
+        raise ValueError(f"algo.name={name!r} is not an RLlib algorithm here: choose {' or '.join(RLLIB_TRAINING)}")
+    return RLLIB_TRAINING[name]
 
 
 # By import path: RLlib recognises episode buffers by "EpisodeReplayBuffer" in the type's string.

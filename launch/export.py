@@ -194,10 +194,12 @@ def scores_module(module, kind: str):
     sake, and the exported contract is the same ``-inf`` for both kinds.
     """
     import torch
-    from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
     from ray.rllib.core.columns import Columns
 
+    from policies.algorithms import module_algorithm
     from policies.modules import ACTION_MASK, OBSERVATIONS, mask_illegal
+
+    algorithm = module_algorithm(kind)
 
     class MaskedScores(torch.nn.Module):
         def __init__(self):
@@ -209,11 +211,7 @@ def scores_module(module, kind: str):
             # example's mask dtype, and float keeps "> 0 is legal" for every dtype a caller sends.
             mask = action_mask.to(torch.float32)
             batch = {Columns.OBS: {OBSERVATIONS: observations, ACTION_MASK: mask}}
-            if kind == "ppo":
-                scores = self.module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
-            else:
-                scores = self.module.compute_q_values(batch)[QF_PREDS]
-            return mask_illegal(scores, mask, float("-inf"))
+            return mask_illegal(algorithm.scores(self.module, batch), mask, float("-inf"))
 
     return MaskedScores().eval()
 
@@ -403,6 +401,9 @@ def export_policy(ckpt: str | Path, fmt: str, out: str | Path, check: int = 1000
 
 
 def _metadata(file_name, written, folder, kind, model_config, encoder, dim, names, fmt, check) -> dict[str, Any]:
+    from policies.algorithms import module_algorithm
+
+    algorithm = module_algorithm(kind)
     mask_dtype = ONNX_MASK_DTYPE if fmt == "onnx" else f"one of {', '.join(TORCHSCRIPT_MASK_DTYPES)}"
     return {
         "format": EXPORT_FORMAT,
@@ -410,9 +411,9 @@ def _metadata(file_name, written, folder, kind, model_config, encoder, dim, name
         "policy": {
             "source": str(Path(folder).resolve()),
             "kind": kind,
-            "scores": "logits" if kind == "ppo" else "q_values",
+            "scores": algorithm.scores_name,
             "network": model_config.get("network"),
-            **({"dueling": model_config.get("dueling")} if kind == "dqn" else {}),
+            **{key: model_config.get(key) for key in algorithm.exported_config},
         },
         "rules": {"variant": model_config.get("variant"), "players": model_config.get("players")},
         "observations": {"encoder": encoder, "obs_dim": dim, "feature_names": names,
@@ -425,7 +426,7 @@ def _metadata(file_name, written, folder, kind, model_config, encoder, dim, name
         ],
         "outputs": [
             {"name": SCORES_OUTPUT, "dtype": "float32", "shape": ["batch", ACTIONS],
-             "meaning": ("PPO logits" if kind == "ppo" else "DQN Q-values") + "; -inf for every illegal token"},
+             "meaning": algorithm.scores_meaning + "; -inf for every illegal token"},
         ],
         "actions": [f"move token {t} of the player to move by the die" for t in range(ACTIONS)],
         "greedy": "argmax over scores, the lowest index on ties",

@@ -46,6 +46,7 @@ from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
 from policies.league.league import LeagueSettings
+from policies.algorithms import REGISTRY as RLLIB_REGISTRY
 from policies.networks import NetworkConfig
 
 
@@ -411,7 +412,7 @@ class TDLambdaSettings(CheckedSettings):
             AT_LEAST_ONE.check(f"{prefix}.hidden", size)
 
 
-RLLIB_ALGOS = ("ppo", "dqn")
+RLLIB_ALGOS = tuple(RLLIB_REGISTRY)
 """Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/trainers/<name>.py``."""
 ALGO_SCHEMAS: dict[str, type] = {"ppo": PPOSettings, "dqn": DQNSettings, "ga": GASettings,
                                  "imitate": ImitateSettings, "td_lambda": TDLambdaSettings}

@@ -376,11 +376,8 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
         "main_return": _number(runners.get("module_episode_returns_mean", {}).get(MAIN)),
         "episode_len": _number(runners.get("episode_len_mean")),
     }
-    if cfg.algo.name == "dqn":
-        row["epsilon"] = epsilon_at(cfg, state.env_steps)
-        row["q_mean"] = _number(learner.get("qf_mean"))
-    else:
-        row["entropy"] = _number(learner.get("entropy"))
+    algorithm_columns = build.rllib_training(cfg.algo.name).progress(cfg, state.env_steps, learner)
+    row.update({key: _number(value) for key, value in algorithm_columns.items()})
     row.update(eval_columns(evaluation))
     if league_round is not None:
         rank, members, main = league.main_standing()
@@ -389,12 +386,6 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
         if league_round.main_vs_league is not None:
             row["league/main_ahead"] = league_round.main_vs_league
     return row
-
-
-def epsilon_at(cfg: TrainConfig, env_steps: int) -> float:
-    algo = cfg.algo
-    frac = min(1.0, env_steps / max(1, algo.epsilon_steps))
-    return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
 
 
 def _number(value: Any) -> float | None:

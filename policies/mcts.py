@@ -258,7 +258,7 @@ def make_mcts_player(spec: str, seed: int = 0) -> MCTSPlayer:
     if not Path(path).exists():
         raise ValueError(f"player '{spec}': policy '{path}' does not exist")
     critic = cached_value_source(str(Path(path).resolve()))
-    if not (isinstance(critic, ModuleValue) and critic.kind == "ppo"):
+    if not (isinstance(critic, ModuleValue) and critic.algorithm.policy_prior):
         from policies.checkpoints import PolicyFileError, find_policy, read_meta
 
         kind = read_meta(find_policy(path)).get("kind")

@@ -200,7 +200,9 @@ def _catalog_for(catalog_class: type | None, stock: type, masked: type) -> type:
 
 @functools.cache
 def _algorithm_model_defaults(kind: str) -> dict:
-    return (PPOConfig() if kind == "ppo" else DQNConfig()).model_config
+    from policies.algorithms import module_algorithm
+
+    return module_algorithm(kind).config_class().model_config
 
 
 def _masked_model_config(kind: str, model_config: Any) -> dict:

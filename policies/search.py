@@ -348,7 +348,10 @@ class ModuleValue:
         from ludo_env.rewards import RewardConfig
 
         self.module = module
+        from policies.algorithms import module_algorithm
+
         self.kind = kind
+        self.algorithm = module_algorithm(kind)
         self.name = name
         self.obs = model_config["obs"]
         self.reward = RewardConfig.load(model_config.get("reward") or "sparse")
@@ -398,15 +401,11 @@ class ModuleValue:
     def _module_values(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         import torch
 
-        from policies.modules import QF_PREDS, inference_batch
+        from policies.modules import inference_batch
 
         batch = inference_batch(obs, masks)
-        with torch.no_grad():
-            if self.kind == "ppo":
-                return self.module.compute_values(batch).numpy().astype(np.float32)
-            q = self.module.compute_q_values(batch)[QF_PREDS]
-            best = q.max(dim=-1).values
-            return torch.where(torch.isfinite(best), best, torch.zeros_like(best)).numpy().astype(np.float32)
+        with torch.inference_mode():
+            return self.algorithm.value(self.module, batch).numpy().astype(np.float32)
 
 
 def module_value_source(folder: Path, meta: dict[str, Any], name: str) -> ModuleValue:
