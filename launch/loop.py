@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 
+from launch import build
 from launch.runs import (
     SUMMARY,
     RunDir,
@@ -41,6 +42,7 @@ from launch.runs import (
     variant_overrides,
     write_json,
 )
+from ludo_env.rules import Rules
 from policies.league.evaluation import evaluate_command, evaluate_panel
 from policies.players import make_player
 
@@ -73,6 +75,7 @@ class Trainer:
     def __init__(self, cfg: TrainConfig):
         self.cfg = cfg
         self.run = RunDir(cfg.run_dir)
+        self.rules = Rules.load(build.rules_mapping(cfg))
 
     @property
     def save_every(self) -> int:

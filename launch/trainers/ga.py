@@ -62,12 +62,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from launch import build
 from launch.cli import UserError, one_line
 from launch.loop import Report, Trainer, run
 from launch.runs import RunState
 from launch.schema import TrainConfig
-from ludo_env.rules import Rules
 from policies.checkpoints import POLICY_DIR, PolicyFileError
 from policies.evolution import (
     HIDDEN,
@@ -107,7 +105,6 @@ class Evolution(Trainer):
     def __init__(self, cfg: TrainConfig):
         super().__init__(cfg)
         self.seed = cfg.seed if cfg.algo.seed is None else cfg.algo.seed
-        self.rules = Rules.load(build.rules_mapping(cfg))
         self.state_file = self.run.path / POPULATION
         self.policy = self.run.path / POLICY_DIR
         self.selection = None

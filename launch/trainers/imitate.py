@@ -79,7 +79,7 @@ def train(cfg: TrainConfig) -> None:
         decisions = decisions.subset(np.flatnonzero(decisions.legal.sum(axis=1) >= 2))
     if not len(decisions):
         raise UserError("algo.records: no decisions left to learn from")
-    run(Imitation(cfg, rules, decisions))
+    run(Imitation(cfg, decisions))
 
 
 class Imitation(Trainer):
@@ -90,9 +90,9 @@ class Imitation(Trainer):
     resumable = False
     save_every = 0
 
-    def __init__(self, cfg: TrainConfig, rules, decisions):
+    def __init__(self, cfg: TrainConfig, decisions):
         super().__init__(cfg)
-        self.rules, self.decisions = rules, decisions
+        self.decisions = decisions
         self.seed = cfg.seed if cfg.algo.seed is None else cfg.algo.seed
         self.policy = self.run.path / POLICY_DIR
         self.done, self.row, self.loss = False, None, None

@@ -53,7 +53,6 @@ from launch.runs import RunDir, RunState, write_json
 from launch.schema import TrainConfig
 from ludo_env.afterstate_features import feature_count
 from ludo_env.engine.layout import compile_rules
-from ludo_env.rules import Rules
 from policies.checkpoints import POLICY_DIR, write_policy
 from policies.league.evaluation import evaluate_panel
 from policies.search import GreedyPlayer
@@ -83,7 +82,6 @@ class TDLambda(Trainer):
         td = cfg.algo
         self.seed = cfg.seed if td.seed is None else td.seed
         self.alpha = DEFAULT_ALPHA[td.value] if td.alpha is None else td.alpha
-        self.rules = Rules.load(build.rules_mapping(cfg))
         self.value = make_value(td.value, td.hidden, self.seed)
         self.learner_state = self.resumed = self.stats = None
 
