@@ -44,10 +44,11 @@ def server(tmp_path_factory):
     from tests.league.tiny_policy import write_tiny_policy
 
     base = tmp_path_factory.mktemp("serve")
-    policy = write_tiny_policy(base / "policy")
+    policy = write_tiny_policy(base / "policy")  # agent:0, for 4-player classic
+    quick = write_tiny_policy(base / "quick", players=2, variant="quick")  # agent:1, for 2-player quick
     records = base / "records"
     process = subprocess.Popen([sys.executable, "launch/serve.py", "port=0", f"records={records}",
-                                f"agents=[ckpt:{policy}]"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                                f"agents=[ckpt:{policy},ckpt:{quick}]"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
     line = process.stdout.readline()
     if not line.startswith("serving http://"):
@@ -239,7 +240,7 @@ def test_a_learned_agent_plays_and_the_replay_viewer_shows_the_engines_positions
 
     url, records = server
     driver = browsers()
-    start_game(driver, url, "quick", 2, 0, ["agent:0"], speed=0)
+    start_game(driver, url, "quick", 2, 0, ["agent:1"], speed=0)
     person = Person(driver, 0, seed=4)
     person.play_out()
     assert any(seat == 1 for seat, _, _ in page_log(driver))

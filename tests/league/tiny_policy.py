@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write_tiny_policy(dest: Path, seed: int = 0, players: int = 4) -> Path:
+def write_tiny_policy(dest: Path, seed: int = 0, players: int = 4, variant: str = "classic") -> Path:
     """A `policies.checkpoints` policy folder at `dest` that `load_policy` and ``ckpt:`` players read."""
     import torch
 
@@ -12,7 +12,7 @@ def write_tiny_policy(dest: Path, seed: int = 0, players: int = 4) -> Path:
     from policies.checkpoints import write_policy
     from policies.modules import module_spec
 
-    model_config = {"obs": "egocentric", "variant": "classic", "players": players,
+    model_config = {"obs": "egocentric", "variant": variant, "players": players,
                     "network": {"kind": "mlp", "hidden": [8]}}
     torch.manual_seed(seed)
     module = module_spec("ppo", observation_space("egocentric"), ACTION_SPACE, model_config).build()
