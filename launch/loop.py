@@ -22,6 +22,7 @@ A trainer supplies only what is its own: its state on disk (``open``,
 """
 from __future__ import annotations
 
+import abc
 import signal
 import time
 from dataclasses import dataclass, field
@@ -61,8 +62,9 @@ class Report:
     league: Any = None
 
 
-class Trainer:
-    """What a trainer supplies to `run`; the defaults suit a trainer with checkpoints and a policy folder."""
+class Trainer(abc.ABC):
+    """What a trainer supplies to `run`; the defaults suit a trainer with checkpoints and a policy folder. The
+    abstract methods are what each trainer must write: a subclass missing one cannot be built."""
 
     unit = "iteration"
     """What one step is called in messages (``stopped at iteration 12``)."""
@@ -82,28 +84,28 @@ class Trainer:
         """Save after every this many steps (0: only when the budget is spent, on a stop and at the end)."""
         return self.cfg.checkpoint.every
 
+    @abc.abstractmethod
     def open(self, resume: bool) -> tuple[RunState, Path | None]:
         """The state to start from and the save it was read from (None for a fresh run)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def start(self, state: RunState) -> str:
         """Build everything the steps need; returns what the ``run folder:`` line says about the run."""
-        raise NotImplementedError
 
     def budget_spent(self, state: RunState) -> bool:
         return budget_spent(self.cfg, state)
 
+    @abc.abstractmethod
     def advance(self, state: RunState) -> None:
         """One step of training; it moves `state`'s counters (the loop keeps ``elapsed_s``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def report(self, state: RunState) -> Report | None:
         """After `advance` and the clock: the step's row, or None when this step logs nothing."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def save(self, state: RunState) -> Path:
         """Write the state a resume starts from, atomically; returns what was written."""
-        raise NotImplementedError
 
     def finish(self, state: RunState, saved: Path | None) -> Path | None:
         """After the last save: the policy folder to evaluate and name in the summary (None: there is none)."""
@@ -112,9 +114,9 @@ class Trainer:
     def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
         return final_evaluation(self.cfg, self.rules, policy)
 
+    @abc.abstractmethod
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
         """The summary's lines and ``summary.json``'s fields, the final evaluation's aside."""
-        raise NotImplementedError
 
     def close(self) -> None:
         """Release what `start` took (Ray); called once, after a stop or after the summary."""
