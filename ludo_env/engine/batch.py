@@ -39,7 +39,7 @@ from ludo_env.engine.layout import (
 from ludo_env.rules import MAX_TOKENS
 
 
-@kernel
+@inline_kernel
 def roll_until_decision(state, tab, rng, stream, mask):
     """Roll until a decision is pending (its legal tokens in `mask`) or the game ends; OR of the roll events."""
     events = 0
@@ -79,12 +79,13 @@ def random_legal(mask, rng, stream):
     for t in range(MAX_TOKENS):
         n_legal += mask[t]
     pick = rngmod.below(rng, stream, n_legal)
+    # The pick-th legal token, chosen without a data-dependent branch (they mispredict on random masks).
+    chosen = -1
     for t in range(MAX_TOKENS):
-        if mask[t]:
-            if pick == 0:
-                return t
-            pick -= 1
-    return -1
+        legal = mask[t] != 0
+        chosen = t if legal & (pick == 0) else chosen
+        pick -= legal
+    return chosen
 
 
 @kernel
