@@ -73,7 +73,12 @@ R_SAFE_AT = R_HEADER  # holds the offset of: 1 if the board square is safe
 R_STAR_GAP_AT = R_HEADER + 1  # offset of: distance from the board square to the next star, 0 if no star
 R_SQUARE_OF_AT = R_HEADER + 2  # offset of: board square of seat s at track progress p, at [s * track_squares + p]
 R_PROGRESS_AT = R_HEADER + 3  # offset of: progress of seat s on board square q (the inverse), at [s * track_squares + q]
-R_TABLES = R_HEADER + 4
+# offset of: the same progress laid out square-major, at [q * MAX_PLAYERS + s], and `NOWHERE` where seat s
+# has no track step on square q or is absent: the four seats' entries for a square are adjacent, and
+# comparing a token with `NOWHERE` is false, so counting the tokens on a square needs no branch.
+R_ON_SQUARE_AT = R_HEADER + 4
+R_TABLES = R_HEADER + 5
+NOWHERE = -100  # below every progress a token can hold
 
 OVERSHOOT_EXACT, OVERSHOOT_BOUNCE, OVERSHOOT_FINISH = (OVERSHOOT_RULES.index(k) for k in ("exact", "bounce", "finish"))
 STAR_CAPTURE_BOTH, STAR_CAPTURE_LANDING, STAR_CAPTURE_JUMP_END = (
@@ -124,11 +129,14 @@ def event_names(events: int) -> list[str]:
 def compile_rules(rules: Rules) -> np.ndarray:
     """The int32 table the kernels read; built once per `Rules`."""
     n_sq = rules.track_squares
-    table = np.zeros(R_TABLES + (2 + 2 * MAX_PLAYERS) * n_sq, dtype=np.int32)
+    table = np.zeros(R_TABLES + (2 + 3 * MAX_PLAYERS) * n_sq, dtype=np.int32)
     safe_at, star_at = R_TABLES, R_TABLES + n_sq
     square_at, progress_at = R_TABLES + 2 * n_sq, R_TABLES + (2 + MAX_PLAYERS) * n_sq
     table[R_SAFE_AT], table[R_STAR_GAP_AT] = safe_at, star_at
+    on_square_at = R_TABLES + (2 + 2 * MAX_PLAYERS) * n_sq
     table[R_SQUARE_OF_AT], table[R_PROGRESS_AT] = square_at, progress_at
+    table[R_ON_SQUARE_AT] = on_square_at
+    table[on_square_at : on_square_at + MAX_PLAYERS * n_sq] = NOWHERE
     table[R_PLAYERS] = rules.players
     table[R_TOKENS] = rules.tokens
     table[R_TRACK_SQUARES] = n_sq
@@ -153,6 +161,9 @@ def compile_rules(rules: Rules) -> np.ndarray:
         table[R_SEAT_START + seat] = start
         table[square_at + seat * n_sq : square_at + (seat + 1) * n_sq] = (start + np.arange(n_sq)) % n_sq
         table[progress_at + seat * n_sq : progress_at + (seat + 1) * n_sq] = (np.arange(n_sq) - start) % n_sq
+        progress = (np.arange(n_sq) - start) % n_sq
+        on_track = np.where(progress < rules.track_steps, progress, NOWHERE)
+        table[on_square_at + seat : on_square_at + MAX_PLAYERS * n_sq : MAX_PLAYERS] = on_track
     for square in rules.safe_squares:
         table[safe_at + square] = 1
     stars = sorted(rules.star_squares)
