@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ludo_env.engine import compile_rules, new_batch, play_random
-from ludo_env.engine.kernels import apply_move, legal_mask, move_outcome, token_index
+from ludo_env.engine.kernels import apply_move, count_on, legal_mask, move_outcome, opponents_on, token_index
 from ludo_env.engine.layout import CURRENT, DIE, OVER, PLACES, SIXES
 from ludo_env.engine.tactics import hit_chance
 from ludo_env.rules import Rules
@@ -82,3 +82,23 @@ def test_hit_chance_equals_brute_force(variant, seed, plies):
 @given(seed=st.integers(0, 10_000), plies=st.integers(20, 400))
 def test_hit_chance_equals_brute_force_for_every_star_capture_rule(star_capture, seed, plies):
     assert_hit_chance_is_brute_force(*live_positions("pyludo", seed, plies, star_capture=star_capture))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), plies=st.integers(1, 400),
+       setup=st.sampled_from([("classic", 4), ("classic", 3), ("classic", 2), ("pyludo", 4), ("ucsd", 2), ("quick", 2)]))
+def test_square_counts_equal_a_count_over_board_squares(seed, plies, setup):
+    """`count_on` and `opponents_on` (read from the square-major table) against the board geometry of `Rules`."""
+    variant, players = setup
+    rules, tab, states = live_positions(variant, seed, plies, players=players)
+    for state in states:
+        squares = [
+            [(rules.seat_starts[s] + p) % rules.track_squares
+             for p in (int(state[token_index(s, t)]) for t in range(rules.tokens)) if 0 <= p < rules.track_steps]
+            for s in range(rules.players)
+        ]
+        for square in range(rules.track_squares):
+            for seat in range(rules.players):
+                assert count_on(state, tab, seat, square) == squares[seat].count(square)
+                others = sum(squares[o].count(square) for o in range(rules.players) if o != seat)
+                assert opponents_on(state, tab, seat, square) == others
