@@ -20,8 +20,8 @@ Game state: one int16 row of `STATE_LEN` per game, a batch is ``(B, STATE_LEN)``
 Compiled rules: one int32 vector (`compile_rules`) so the numba kernels take a
 single array argument and specialise once for every variant. The header holds
 the scalar rules (``R_*`` offsets); then lookup sections per board square (safe flag, distance
-to the next star) and per seat (progress to board square and back), so the hot
-loops index instead of dividing.
+to the next star), per seat (progress to board square and back) and per square again (each
+seat's progress there, side by side), so the hot loops index instead of dividing or branching.
 """
 from __future__ import annotations
 
