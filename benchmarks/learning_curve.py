@@ -26,7 +26,8 @@ def curves(run: Path) -> dict[str, list[tuple[float, float, float, float]]]:
         evaluations.append(summary["final_evaluation"])
     out: dict[str, list] = {}
     for evaluation in evaluations:
-        minute = minutes_at.get(evaluation["iteration"], summary["minutes"])
+        # Final evaluations written before 2026-11-25 by trainers other than RLlib's carry no iteration.
+        minute = minutes_at.get(evaluation.get("iteration"), summary["minutes"])
         for result in evaluation["results"]:
             lo, hi = result["ci95"]
             out.setdefault(result["opponent"], []).append((minute, result["win_rate"], lo, hi))

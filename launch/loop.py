@@ -112,7 +112,7 @@ class Trainer(abc.ABC):
         return self.run.policy_of(saved)
 
     def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
-        return final_evaluation(self.cfg, self.rules, policy)
+        return final_evaluation(self.cfg, self.rules, policy, state.iteration)
 
     @abc.abstractmethod
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
@@ -208,13 +208,13 @@ def checkpoint_summary(cfg: TrainConfig, run_dir: RunDir, state: RunState, check
     return lines, fields
 
 
-def final_evaluation(cfg, rules, policy: Path) -> dict[str, Any]:
+def final_evaluation(cfg, rules, policy: Path, iteration: int) -> dict[str, Any]:
     """The saved policy, loaded as ``ckpt:`` loads it, against ``cfg.eval.panel``: what the printed commands
-    replay exactly."""
+    replay exactly. The record has the shape of every other evaluation in ``summary.json``."""
     start = time.perf_counter()
     results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
                              cfg.eval.seed)
-    return {"final": True, "seconds": round(time.perf_counter() - start, 2),
+    return {"iteration": iteration, "final": True, "seconds": round(time.perf_counter() - start, 2),
             "results": [r.to_dict() for r in results]}
 
 

@@ -44,6 +44,7 @@ def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
     assert summary["iterations"] == end and summary["env_steps"] == end * 32 * 50
     policy = Path(summary["policy"])
     assert find_policy(run_dir) == policy == run_dir / "checkpoints" / f"iter_{end:06d}" / "policy"
+    assert summary["final_evaluation"]["iteration"] == end  # the learning-curve script places it by iteration
     final = {r["opponent"]: r for r in summary["final_evaluation"]["results"]}
     assert set(final) == {"random", "hybrid"} and all(r["games"] == 40 for r in final.values())
 
