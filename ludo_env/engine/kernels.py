@@ -117,7 +117,7 @@ def opponents_on(state, tab, seat, square):
     """Number of tokens of seats other than `seat` on a board square."""
     # Every move asks this of the square it lands on. Counting every seat and masking the mover's own
     # count, with the seats' progress on the square adjacent in the table, has no branch to mispredict:
-    # landing cost 20 ns of a move's 49 with a branch per seat (pyludo, one core).
+    # 8 ns a call on mid-game pyludo positions, against 18.7 ns with a branch per seat (one core).
     row = tab[R_ON_SQUARE_AT] + square * MAX_PLAYERS
     count = 0
     for other in range(MAX_PLAYERS):

@@ -160,8 +160,8 @@ def compile_rules(rules: Rules) -> np.ndarray:
     for seat, start in enumerate(rules.seat_starts):
         table[R_SEAT_START + seat] = start
         table[square_at + seat * n_sq : square_at + (seat + 1) * n_sq] = (start + np.arange(n_sq)) % n_sq
-        table[progress_at + seat * n_sq : progress_at + (seat + 1) * n_sq] = (np.arange(n_sq) - start) % n_sq
         progress = (np.arange(n_sq) - start) % n_sq
+        table[progress_at + seat * n_sq : progress_at + (seat + 1) * n_sq] = progress
         on_track = np.where(progress < rules.track_steps, progress, NOWHERE)
         table[on_square_at + seat : on_square_at + MAX_PLAYERS * n_sq : MAX_PLAYERS] = on_track
     for square in rules.safe_squares:
