@@ -29,6 +29,7 @@ from ludo_env.engine.layout import (
     EV_STAR_CAPTURED_SHIFT,
     EV_TOKEN_HOME,
     N_FINISHED,
+    NOWHERE,
     OVER,
     OVERSHOOT_BOUNCE,
     OVERSHOOT_EXACT,
@@ -47,7 +48,6 @@ from ludo_env.engine.layout import (
     R_OVERSHOOT,
     R_PLAYERS,
     R_ON_SQUARE_AT,
-    R_PROGRESS_AT,
     R_SAFE_MOVER_HOME,
     R_SAFE_AT,
     R_SIXES_FORFEIT,
@@ -90,8 +90,8 @@ def _restart_progress(tab):
 @inline_kernel
 def progress_on(tab, seat, square):
     """Progress at which a token of `seat` stands on a board square, or -1 if its path has no such track step."""
-    p = tab[tab[R_PROGRESS_AT] + seat * tab[R_TRACK_SQUARES] + square]
-    return p if p < tab[R_TRACK_STEPS] else -1
+    p = tab[tab[R_ON_SQUARE_AT] + square * MAX_PLAYERS + seat]
+    return p if p != NOWHERE else -1
 
 
 @inline_kernel

@@ -20,8 +20,8 @@ Game state: one int16 row of `STATE_LEN` per game, a batch is ``(B, STATE_LEN)``
 Compiled rules: one int32 vector (`compile_rules`) so the numba kernels take a
 single array argument and specialise once for every variant. The header holds
 the scalar rules (``R_*`` offsets); then lookup sections per board square (safe flag, distance
-to the next star), per seat (progress to board square and back) and per square again (each
-seat's progress there, side by side), so the hot loops index instead of dividing or branching.
+to the next star), per seat (progress to board square) and per square again (each seat's
+progress there, side by side), so the hot loops index instead of dividing or branching.
 """
 from __future__ import annotations
 
@@ -72,12 +72,11 @@ R_HEADER = R_SEAT_START + MAX_PLAYERS
 R_SAFE_AT = R_HEADER  # holds the offset of: 1 if the board square is safe
 R_STAR_GAP_AT = R_HEADER + 1  # offset of: distance from the board square to the next star, 0 if no star
 R_SQUARE_OF_AT = R_HEADER + 2  # offset of: board square of seat s at track progress p, at [s * track_squares + p]
-R_PROGRESS_AT = R_HEADER + 3  # offset of: progress of seat s on board square q (the inverse), at [s * track_squares + q]
-# offset of: the same progress laid out square-major, at [q * MAX_PLAYERS + s], and `NOWHERE` where seat s
-# has no track step on square q or is absent: the four seats' entries for a square are adjacent, and
+# offset of: progress of seat s on board square q (the inverse), at [q * MAX_PLAYERS + s], and `NOWHERE` where
+# seat s has no track step on square q or is absent: the four seats' entries for a square are adjacent, and
 # comparing a token with `NOWHERE` is false, so counting the tokens on a square needs no branch.
-R_ON_SQUARE_AT = R_HEADER + 4
-R_TABLES = R_HEADER + 5
+R_ON_SQUARE_AT = R_HEADER + 3
+R_TABLES = R_HEADER + 4
 NOWHERE = -100  # below every progress a token can hold
 
 OVERSHOOT_EXACT, OVERSHOOT_BOUNCE, OVERSHOOT_FINISH = (OVERSHOOT_RULES.index(k) for k in ("exact", "bounce", "finish"))
@@ -129,13 +128,11 @@ def event_names(events: int) -> list[str]:
 def compile_rules(rules: Rules) -> np.ndarray:
     """The int32 table the kernels read; built once per `Rules`."""
     n_sq = rules.track_squares
-    table = np.zeros(R_TABLES + (2 + 3 * MAX_PLAYERS) * n_sq, dtype=np.int32)
+    table = np.zeros(R_TABLES + (2 + 2 * MAX_PLAYERS) * n_sq, dtype=np.int32)
     safe_at, star_at = R_TABLES, R_TABLES + n_sq
-    square_at, progress_at = R_TABLES + 2 * n_sq, R_TABLES + (2 + MAX_PLAYERS) * n_sq
+    square_at, on_square_at = R_TABLES + 2 * n_sq, R_TABLES + (2 + MAX_PLAYERS) * n_sq
     table[R_SAFE_AT], table[R_STAR_GAP_AT] = safe_at, star_at
-    on_square_at = R_TABLES + (2 + 2 * MAX_PLAYERS) * n_sq
-    table[R_SQUARE_OF_AT], table[R_PROGRESS_AT] = square_at, progress_at
-    table[R_ON_SQUARE_AT] = on_square_at
+    table[R_SQUARE_OF_AT], table[R_ON_SQUARE_AT] = square_at, on_square_at
     table[on_square_at : on_square_at + MAX_PLAYERS * n_sq] = NOWHERE
     table[R_PLAYERS] = rules.players
     table[R_TOKENS] = rules.tokens
@@ -161,7 +158,6 @@ def compile_rules(rules: Rules) -> np.ndarray:
         table[R_SEAT_START + seat] = start
         table[square_at + seat * n_sq : square_at + (seat + 1) * n_sq] = (start + np.arange(n_sq)) % n_sq
         progress = (np.arange(n_sq) - start) % n_sq
-        table[progress_at + seat * n_sq : progress_at + (seat + 1) * n_sq] = progress
         on_track = np.where(progress < rules.track_steps, progress, NOWHERE)
         table[on_square_at + seat : on_square_at + MAX_PLAYERS * n_sq : MAX_PLAYERS] = on_track
     for square in rules.safe_squares:
