@@ -15,7 +15,14 @@ The loop owns the run's lifecycle, written once:
 5. after the last step: a save if the last step has none, the trainer's
    ``finish`` (the policy to evaluate), the final evaluation
    (``eval.final_games`` against ``eval.panel``), the summary (lines and
-   ``summary.json``, with the commands that replay the final evaluation).
+   ``summary.json``, with the commands that replay the final evaluation);
+6. the best policy, for a trainer that can write its policy at any step
+   (`Trainer.policy_writer`): after each evaluation during training whose
+   `launch.runs.panel_score` beats the run's best so far, the policy as
+   trained then becomes ``<run>/best/`` (`keep_best`); at the end the last
+   and the best-evaluated policy both play the final evaluation, and the
+   higher score is the run's best (`settle_best`). Late iterates of DQN swing
+   by several points; best/ is what a user plays or exports when it matters.
 
 A trainer supplies only what is its own: its state on disk (``open``,
 ``save``), its step (``advance``, ``report``) and its summary lines.
@@ -23,27 +30,32 @@ A trainer supplies only what is its own: its state on disk (``open``,
 from __future__ import annotations
 
 import abc
+import shutil
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from hydra.core.hydra_config import HydraConfig
 
 from launch import build
 from launch.runs import (
+    SCORE_BY,
+    SELECTION,
     SUMMARY,
     RunDir,
     RunState,
     WandbLogger,
     budget_spent,
     eval_suffix,
+    panel_score,
     stop_on_sigterm,
     variant_overrides,
     write_json,
 )
 from ludo_env.rules import Rules
+from policies.checkpoints import POLICY_DIR
 from policies.league.evaluation import evaluate_command, evaluate_panel
 from policies.players import make_player
 
@@ -114,6 +126,11 @@ class Trainer(abc.ABC):
     def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
         return final_evaluation(self.cfg, self.rules, policy, state.iteration)
 
+    def policy_writer(self) -> Callable[[Path], None] | None:
+        """``write(folder)``: save the policy as trained at this moment, for the run's best/ (`keep_best`). None:
+        this trainer keeps no best policy (the GA selects its own; imitation has no panel evaluations)."""
+        return None
+
     @abc.abstractmethod
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
         """The summary's lines and ``summary.json``'s fields, the final evaluation's aside."""
@@ -143,10 +160,12 @@ def run(trainer: Trainer) -> None:
             state.elapsed_s = time.perf_counter() - started
             report = trainer.report(state)
             if report is not None:
+                new_best = keep_best(trainer, state)
                 run_dir.append_metrics(report.row)
                 logger.log(report.raw, report.row, report.league)
                 if cfg.progress:
-                    print(report.line + eval_suffix(state.evaluations), flush=True)
+                    print(report.line + eval_suffix(state.evaluations) + (" | new best" if new_best else ""),
+                          flush=True)
             if (trainer.save_every and state.iteration % trainer.save_every == 0) or trainer.budget_spent(state):
                 saved, saved_at = trainer.save(state), state.iteration
     except KeyboardInterrupt:
@@ -165,11 +184,14 @@ def run(trainer: Trainer) -> None:
 
     policy = trainer.finish(state, saved)
     final = trainer.final_evaluation(state, policy) if cfg.eval.final_games and policy is not None else None
+    best = settle_best(trainer, state, policy, final)
     lines, fields = trainer.summary(state, saved, policy)
     results, commands = final_lines(cfg, policy, final)
-    write_json(run_dir.path / SUMMARY, {**fields, "final_evaluation": final, "evaluate_commands": commands})
-    logger.finish(final, policy)
-    print("\n".join(lines + results), flush=True)
+    best_lines, best_fields = best_summary(cfg, run_dir, best, state.iteration)
+    write_json(run_dir.path / SUMMARY, {**fields, "final_evaluation": final, "evaluate_commands": commands,
+                                        "best": best_fields})
+    logger.finish(final, policy, best)
+    print("\n".join(lines + results + best_lines), flush=True)
     trainer.close()
 
 
@@ -216,6 +238,68 @@ def final_evaluation(cfg, rules, policy: Path, iteration: int) -> dict[str, Any]
                              cfg.eval.seed)
     return {"iteration": iteration, "final": True, "seconds": round(time.perf_counter() - start, 2),
             "results": [r.to_dict() for r in results]}
+
+
+def best_record(cfg, iteration: int, env_steps: int, evaluation: dict[str, Any]) -> dict[str, Any]:
+    """The selection record of best/: which policy, and the evaluation whose `panel_score` chose it."""
+    return {"iteration": iteration, "env_steps": env_steps, "score": panel_score(evaluation), "score_by": SCORE_BY,
+            "panel": list(cfg.eval.panel), "evaluation": evaluation}
+
+
+def keep_best(trainer: Trainer, state: RunState) -> bool:
+    """After a step whose report evaluated the policy: when that evaluation's `panel_score` beats best/'s (or
+    best/ is missing, or was chosen on another panel), the policy as trained now becomes best/. Returns whether
+    it did."""
+    write = trainer.policy_writer()
+    newest = state.evaluations[-1] if state.evaluations else None
+    if write is None or newest is None or newest["iteration"] != state.iteration:
+        return False
+    current = trainer.run.best_selection()
+    if (current is not None and current["panel"] == list(trainer.cfg.eval.panel)
+            and current["score"] >= panel_score(newest)):
+        return False
+    trainer.run.save_best(best_record(trainer.cfg, state.iteration, state.env_steps, newest), write)
+    return True
+
+
+def settle_best(trainer: Trainer, state: RunState, policy: Path | None,
+                final: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The run's best/ once training is over. The best-evaluated policy was chosen on ``eval.games`` per panel
+    entry, so it plays the final evaluation too (``eval.final_games``, the same dice as the last policy's), and
+    the higher final `panel_score` of the two is best/. Returns best/'s record, with its ``final_evaluation``;
+    None when the trainer keeps no best policy or there was no final evaluation."""
+    if trainer.policy_writer() is None or final is None or policy is None:
+        return None
+    cfg, run_dir = trainer.cfg, trainer.run
+    current = run_dir.best_selection()
+    last = {**best_record(cfg, state.iteration, state.env_steps, final), "final_evaluation": final}
+    if current is not None and current["iteration"] != state.iteration and current["panel"] == list(cfg.eval.panel):
+        best_final = final_evaluation(cfg, trainer.rules, run_dir.best / POLICY_DIR, current["iteration"])
+        if panel_score(best_final) > panel_score(final):
+            write_json(run_dir.best / SELECTION,
+                       {**current, "score": panel_score(best_final), "final_evaluation": best_final})
+            return run_dir.best_selection()
+        last["challenger"] = {"iteration": current["iteration"], "final_evaluation": best_final}
+    run_dir.save_best(last, lambda dest: shutil.copytree(policy, dest))
+    return run_dir.best_selection()
+
+
+def best_summary(cfg, run_dir: RunDir, best: dict[str, Any] | None,
+                 last_iteration: int) -> tuple[list[str], dict[str, Any] | None]:
+    """The summary lines and ``summary.json`` field of the run's best policy (`settle_best`)."""
+    if best is None:
+        return [], None
+    policy = run_dir.best / POLICY_DIR
+    results, commands = final_lines(cfg, policy, best["final_evaluation"])
+    fields = {**best, "policy": str(policy), "evaluate_commands": commands}
+    if best["iteration"] == last_iteration:
+        challenger = best.get("challenger")
+        why = (f"it scored at least as high as iteration {challenger['iteration']}, the best evaluated during "
+               f"training, over the same final games" if challenger else "no evaluation during training scored higher")
+        return [f"best:       {policy}   (the last policy: {why})"], fields
+    head = (f"best:       {policy}   (iteration {best['iteration']}, {best['env_steps']:,} env steps: a higher "
+            f"{SCORE_BY} than the last policy over the same final games)")
+    return [head, *results], fields
 
 
 def final_lines(cfg, policy: Path, final: dict[str, Any] | None) -> tuple[list[str], list[str]]:

@@ -7,6 +7,8 @@ Layout of ``<run_dir>`` (the Hydra output folder)::
     overrides.txt            the command-line overrides of the first start (a resume reuses them)
     checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
                              run_state.json (iteration, env steps, minutes, evaluations)
+    best/                    the best-evaluated policy so far: policy/ and selection.json (which
+                             evaluation chose it, `panel_score`); not rolled back on a resume
     metrics.jsonl            one line per iteration
     league.db                the league (policies.league.store): members, matches, rating history
     league/<snapshot>/       each snapshot's weights (policies.checkpoints policy folder)
@@ -44,6 +46,9 @@ ALGORITHM_DIR = "algorithm"
 OVERRIDES = "overrides.txt"
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
+BEST_DIR = "best"
+SELECTION = "selection.json"
+SCORE_BY = "mean win rate over eval.panel"
 
 
 @dataclass
@@ -170,6 +175,40 @@ class RunDir:
     def policy_of(self, checkpoint: Path) -> Path:
         return checkpoint / POLICY_DIR
 
+    @property
+    def best(self) -> Path:
+        return self.path / BEST_DIR
+
+    def best_selection(self) -> dict[str, Any] | None:
+        """The record of the policy in best/ (iteration, env steps, score, the evaluation that chose it), or None
+        when the run has none yet. A kill between the two renames of `save_best` leaves no best/ but the previous
+        one under ``.best-old-*``: it is put back first."""
+        if not self.best.is_dir():
+            for old in sorted(self.path.glob(".best-old-*")):
+                if (old / SELECTION).is_file() and (old / POLICY_DIR).is_dir():
+                    os.rename(old, self.best)
+                    break
+        try:
+            return json.loads((self.best / SELECTION).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def save_best(self, selection: dict[str, Any], write_policy) -> Path:
+        """Make ``write_policy(folder)``'s policy, with its `selection` record, the run's best/: both go into a
+        temporary folder that replaces best/ by two renames (`best_selection` repairs a kill between them)."""
+        self.best_selection()
+        for stale in [*self.path.glob(".best-tmp-*"), *self.path.glob(".best-old-*")]:
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp, old = self.path / f".best-tmp-{os.getpid()}", self.path / f".best-old-{os.getpid()}"
+        write_policy(tmp / POLICY_DIR)
+        write_json(tmp / SELECTION, selection)
+        if self.best.exists():
+            os.rename(self.best, old)
+        os.rename(tmp, self.best)
+        _fsync_dir(self.path)
+        shutil.rmtree(old, ignore_errors=True)
+        return self.best
+
     def algorithm_of(self, checkpoint: Path) -> Path:
         return checkpoint / ALGORITHM_DIR
 
@@ -288,6 +327,12 @@ def budget_spent(cfg: TrainConfig, state: RunState) -> bool:
     )
 
 
+def panel_score(evaluation: dict[str, Any]) -> float:
+    """What ranks a run's evaluations for its best policy (`SCORE_BY`): the mean win rate over the panel."""
+    results = evaluation["results"]
+    return sum(r["win_rate"] for r in results) / len(results)
+
+
 def eval_suffix(evaluations: list[dict]) -> str:
     """`` | eval@N vs random 71.2% [67.1,75.0], ...``: the newest evaluation, for a progress line."""
     if not evaluations:
@@ -331,15 +376,17 @@ class WandbLogger:
             metrics["league/ranking"] = ranking_table(league.store)
         self.run.log(metrics, step=row["iteration"])
 
-    def finish(self, final: dict | None = None, policy: Path | None = None) -> None:
+    def finish(self, final: dict | None = None, policy: Path | None = None, best: dict | None = None) -> None:
         if self.run is None:
             return
         import wandb
 
-        if final:
-            for r in final["results"]:
-                self.run.summary[f"final/win_rate_vs_{r['opponent']}"] = r["win_rate"]
-                self.run.summary[f"final/ci95_vs_{r['opponent']}"] = list(r["ci95"])
+        for prefix, evaluation in (("final", final), ("best", (best or {}).get("final_evaluation"))):
+            for r in (evaluation or {}).get("results", []):
+                self.run.summary[f"{prefix}/win_rate_vs_{r['opponent']}"] = r["win_rate"]
+                self.run.summary[f"{prefix}/ci95_vs_{r['opponent']}"] = list(r["ci95"])
+        if best is not None:
+            self.run.summary["best/iteration"] = best["iteration"]
         if policy is not None and self.log_checkpoint:
             artifact = wandb.Artifact(f"{self.run.name}-policy".replace("/", "-"), type="model")
             artifact.add_dir(str(policy))

@@ -14,8 +14,9 @@ league rating round, then freeze ``main`` into the league when the snapshot
 rule says so and re-weigh the opponents (PFSP), 6 log a line per iteration
 and everything to wandb (offline unless told otherwise), 7 checkpoint
 atomically. The run folder is the Hydra output folder; its layout is in
-`launch.runs`. A final summary names the checkpoints, the leaderboard and
-the exact commands that reproduce the evaluation. The run's lifecycle (run
+`launch.runs`. A final summary names the checkpoints, the leaderboard, the
+best-evaluated policy (``<run>/best/``, `launch.loop.keep_best`) and the
+exact commands that reproduce the evaluations. The run's lifecycle (run
 folder, overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is
 `launch.loop`'s; `LeagueSelfPlay` supplies steps 2-7. The GA, TD(λ) and
 imitation trainers (`launch.trainers`) run on the same loop.
@@ -175,6 +176,9 @@ class LeagueSelfPlay(Trainer):
         league.rating_round(evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
                             iteration=state.iteration, env_steps=state.env_steps, label="final")
         return final
+
+    def policy_writer(self):
+        return lambda folder: self.evaluator.write_policy(self.algo, folder)
 
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
         return write_summary(self.cfg, self.run, state, saved, self.league)

@@ -25,8 +25,9 @@ Run folder (``cfg.run_dir``, `launch.runs`)::
                               search:<run> searches on it), learner.json (the exploration generator's
                               state, games started), run_state.json (iteration, env steps, minutes,
                               evaluations, wandb id)
+    best/                     the best-evaluated value (policy/, selection.json; `launch.loop.keep_best`)
     metrics.jsonl             one row per iteration
-    summary.json              the final evaluation and the reproduce commands
+    summary.json              the final evaluations (last and best) and the reproduce commands
     wandb/                    the same rows (offline unless told otherwise)
 
 Resume: checkpoints hold no eligibility traces and no games in flight (their
@@ -129,6 +130,9 @@ class TDLambda(Trainer):
     def save(self, state: RunState) -> Path:
         return save_checkpoint(self.cfg, self.run, state, self.value, self.play)
 
+    def policy_writer(self):
+        return lambda folder: write_value_policy(self.cfg, self.value, folder)
+
     # 4. summary (the loop evaluates the saved policy)
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
         return checkpoint_summary(self.cfg, self.run, state, saved,
@@ -199,13 +203,16 @@ def progress_line(row: dict[str, Any]) -> str:
             f"(len {fmt(row['game_length'], '.0f')}) | |w| {row['weight_norm']:.2f}")
 
 
+def write_value_policy(cfg: TrainConfig, value, folder: Path) -> None:
+    """The value as it is now, as a td_value policy folder (with the run's algo settings)."""
+    model_config, weights = policy_state(value, build.rules_mapping(cfg), {"algo": dataclasses.asdict(cfg.algo)})
+    write_policy(folder, KIND, model_config, weights, obs_dim=feature_count())
+
+
 def save_checkpoint(cfg: TrainConfig, run_dir: RunDir, state: RunState, value, play) -> Path:
     """Policy folder, learner state and run state, renamed into place together (`RunDir.save_checkpoint`)."""
-    algo = dataclasses.asdict(cfg.algo)
-    model_config, weights = policy_state(value, build.rules_mapping(cfg), {"algo": algo})
-
     def write_parts(folder: Path) -> None:
-        write_policy(run_dir.policy_of(folder), KIND, model_config, weights, obs_dim=feature_count())
+        write_value_policy(cfg, value, run_dir.policy_of(folder))
         write_json(folder / LEARNER, {"rng": play.rng.bit_generator.state, "games_started": play.started_games})
 
     return run_dir.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)

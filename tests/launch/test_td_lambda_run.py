@@ -47,6 +47,9 @@ def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
     assert summary["final_evaluation"]["iteration"] == end  # the learning-curve script places it by iteration
     final = {r["opponent"]: r for r in summary["final_evaluation"]["results"]}
     assert set(final) == {"random", "hybrid"} and all(r["games"] == 40 for r in final.values())
+    best = summary["best"]  # evaluated every 2 iterations, settled against the last policy over the final games
+    assert best["iteration"] in {e["iteration"] for e in summary["evaluations"]} | {end}
+    assert best["score"] == pytest.approx(sum(r["win_rate"] for r in best["final_evaluation"]["results"]) / 2)
 
     # ckpt:<run> plays, in the evaluator and as a player; the printed command names the same games.
     from ludo_env.rules import Rules
@@ -55,6 +58,7 @@ def test_a_killed_run_resumes_and_its_agent_plays_through_ckpt(tmp_path):
     from policies.tournament import play_tournament
 
     assert isinstance(make_player(f"ckpt:{run_dir}"), GreedyPlayer)
+    assert isinstance(make_player(f"ckpt:{best['policy']}"), GreedyPlayer)
     command = next(c for c in summary["evaluate_commands"] if ",random," in c)
     args = dict(a.split("=", 1) for a in shlex.split(command)[2:])
     players = args["players"].strip("[]").split(",")

@@ -41,6 +41,14 @@ def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reprodu
     assert list((run_dir / "wandb").glob("offline-run-*")), "no offline wandb run"
     assert "it    2 |" in proc.stdout and "reproduce with:" in proc.stdout
 
+    # best/: the best-evaluated policy, settled by the final evaluation and named with its own commands.
+    best = summary["best"]
+    assert best["policy"] == str(run_dir / "best" / "policy") and f"best:       {best['policy']}" in proc.stdout
+    assert best["iteration"] in (1, 2) and len(best["evaluate_commands"]) == 2
+    assert [r["games"] for r in best["final_evaluation"]["results"]] == [r["games"] for r in
+                                                                         summary["final_evaluation"]["results"]]
+    assert (run_dir / "best" / "policy" / "weights.pt").is_file()
+
     # The league: main, every seed bot and a snapshot per iteration, rated after each iteration and at the end.
     with LeagueStore.open(run_dir, create=False, read_only=True) as store:
         kinds = Counter(m.kind for m in store.members())
