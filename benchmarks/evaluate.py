@@ -25,8 +25,10 @@ policy (`benchmarks/policies/`, `token_set` networks from the default
 against three `random` through `play_tournament(["ckpt:<folder>", "random",
 "random", "random"])` with ratings, as `launch/evaluate.py` plays it, at
 `--policy-games` (2,000, 10,000 and 50,000) games, `--policy-repeats` times
-each. Targets: at least 5,000 games/s, and games/s at the largest size
-within 20% of the smallest (cost per game flat in the number of games).
+each, on one thread and on one thread per core (`--policy-threads`; the
+evaluator's default, ``threads=0``, is one per core), interleaved. Targets, on
+every core: at least 5,000 games/s, and games/s at the largest size within 20%
+of the smallest (cost per game flat in the number of games).
 
     python benchmarks/evaluate.py --policy-games 2000,10000,50000 --policy-repeats 3
 """
@@ -88,31 +90,37 @@ def policy_folders(specs: list[str]) -> dict[str, str]:
 
 def time_policies(args: argparse.Namespace) -> dict:
     """Games/s of each learned policy against 3 random, per tournament size: the scaling rows."""
-    import torch
-
+    from policies.modules import INFERENCE_THREADS
     from policies.players import make_player
 
     sizes = [int(g) for g in args.policy_games.split(",")]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    thread_counts = sorted({int(t) or cores for t in args.policy_threads.split(",")})
     rows = {}
     for name, folder in policy_folders(args.policy).items():
         player = make_player(f"ckpt:{folder}")  # loaded once: the rows time play, not loading
         play_tournament([player, "random", "random", "random"], 64, "classic", 0)  # compile
-        runs: dict[int, list[float]] = {g: [] for g in sizes}
+        runs: dict[tuple[int, int], list[float]] = {(t, g): [] for t in thread_counts for g in sizes}
         for r in range(args.policy_repeats):
             for games in sizes:
-                start = time.perf_counter()
-                play_tournament([player, "random", "random", "random"], games, "classic", 100 + r)
-                runs[games].append(games / (time.perf_counter() - start))
-        medians = {g: statistics.median(v) for g, v in runs.items()}
-        rows[name] = {
-            "folder": folder,
-            "obs": player.obs,
-            "games_per_s": medians,
-            "runs": runs,
-            "largest_vs_smallest": medians[sizes[-1]] / medians[sizes[0]],
-        }
+                for threads in thread_counts:
+                    start = time.perf_counter()
+                    play_tournament([player, "random", "random", "random"], games, "classic", 100 + r,
+                                    threads=threads)
+                    runs[threads, games].append(games / (time.perf_counter() - start))
+        for threads in thread_counts:
+            medians = {g: statistics.median(runs[threads, g]) for g in sizes}
+            rows[f"{name}, {threads} thread{'s' * (threads > 1)}"] = {
+                "folder": folder,
+                "obs": player.obs,
+                "threads": threads,
+                "games_per_s": medians,
+                "runs": {g: runs[threads, g] for g in sizes},
+                "largest_vs_smallest": medians[sizes[-1]] / medians[sizes[0]],
+            }
     return {
-        "torch_threads": torch.get_num_threads(),
+        "cores": cores,
+        "torch_threads_per_forward": INFERENCE_THREADS,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "sizes": sizes,
         "repeats": args.policy_repeats,
@@ -124,12 +132,14 @@ def time_policies(args: argparse.Namespace) -> dict:
 
 def print_policies(result: dict) -> None:
     sizes = result["sizes"]
-    print(f"\nlearned policy vs 3 random, rated, every core (torch threads {result['torch_threads']}), "
-          f"medians of {result['repeats']} runs")
-    print(f"{'policy':<28}" + "".join(f"{f'{g:,} games':>14}" for g in sizes) + f"{'largest/smallest':>18}")
+    print(f"\nlearned policy vs 3 random, rated, {result['cores']} cores, torch threads per forward pass "
+          f"{result['torch_threads_per_forward']}, medians of {result['repeats']} runs")
+    print(f"{'policy':<34}" + "".join(f"{f'{g:,} games':>14}" for g in sizes) + f"{'largest/smallest':>18}")
     for name, row in result["rows"].items():
         cells = "".join(f"{row['games_per_s'][g]:>14,.0f}" for g in sizes)
-        print(f"{name + ' (' + str(row['obs']) + ')':<28}{cells}{row['largest_vs_smallest']:>18.2f}")
+        print(f"{name + ' (' + str(row['obs']) + ')':<34}{cells}{row['largest_vs_smallest']:>18.2f}")
+        if row["threads"] != result["cores"]:
+            continue  # the targets are for every core, as the evaluator plays by default
         best = max(row["games_per_s"].values())
         flat = row["largest_vs_smallest"] >= 1 - result["scaling_tolerance"]
         print(f"  target {result['target_games_per_s']:,} games/s: {'met' if best >= result['target_games_per_s'] else 'NOT met'}"
@@ -146,6 +156,8 @@ def main() -> None:
                         help="a learned policy to time (default: every folder in benchmarks/policies)")
     parser.add_argument("--policy-games", default="2000,10000,50000", help="tournament sizes for the policy rows")
     parser.add_argument("--policy-repeats", type=int, default=3, help="timed runs per policy row")
+    parser.add_argument("--policy-threads", default="1,0",
+                        help="tournament threads for the policy rows, comma-separated; 0: one per core")
     parser.add_argument("--no-policies", action="store_true", help="bots and engine only")
     args = parser.parse_args()
 

@@ -23,6 +23,7 @@ stderr and exits with status 2.
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,9 @@ class EvaluateConfig:
     +exp=imitate; plays on the generic path (the same games)."""
     record_player: int = 0
     """The entry (index into `players`) whose decisions `record` keeps."""
+    threads: int = 0
+    """Threads playing chunks at once (policies.tournament, Threads); 0: one per core this process may use. The
+    results are the same for any count; a py: bot or a recording plays on one thread."""
 
 
 ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
@@ -89,7 +93,7 @@ def check_overrides(argv: list[str]) -> None:
 
 def integer_ranges(players: int) -> dict[str, tuple[int, int]]:
     return {"games": (1, MAX_GAMES), "chunk": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES),
-            "record_player": (0, max(0, players - 1))}
+            "record_player": (0, max(0, players - 1)), "threads": (0, 256)}
 
 
 def evaluate(cfg: EvaluateConfig) -> Path:
@@ -117,6 +121,7 @@ def evaluate(cfg: EvaluateConfig) -> Path:
             path=cfg.path,
             record=cfg.record,
             record_entry=cfg.record_player,
+            threads=cfg.threads or len(os.sched_getaffinity(0)),
         )
     except (RulesError, PlayerSpecError, PlayerError, TournamentError, RecordError) as err:
         raise UserError(str(err)) from None

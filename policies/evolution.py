@@ -198,6 +198,8 @@ def _weights(chromosome: np.ndarray, hidden: int) -> np.ndarray:
 class AnnPlayer:
     """A chromosome as a `policies.players.Player`: encodes the positions (seed001_flags60) and moves greedily."""
 
+    thread_safe = True  # numpy over fixed weights
+
     def __init__(self, name: str, chromosome: np.ndarray, hidden: int = HIDDEN):
         self.name = name
         self.hidden = int(hidden)

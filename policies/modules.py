@@ -409,7 +409,9 @@ the evaluator's engine work runs between the passes anyway."""
 
 @contextlib.contextmanager
 def intra_op_threads(threads: int):
-    """torch's intra-op thread count set to `threads` for a block, the caller's count restored after."""
+    """torch's intra-op thread count set to `threads` for a block, the caller's count restored after. The count
+    is the calling thread's own (OpenMP keeps one per thread; a new thread starts from the last count set
+    anywhere), so blocks in several threads at once (a tournament's) each set and restore their own."""
     before = torch.get_num_threads()
     if threads == before:
         yield
@@ -448,7 +450,10 @@ class ModulePlayer:
         batch = inference_batch(obs, masks, states)
         masks_t = batch[Columns.OBS][ACTION_MASK]
         with torch.inference_mode(), intra_op_threads(INFERENCE_THREADS):
-            out = self.module.forward_inference(batch)
+            if getattr(self.module, "training", False):  # RLlib's forward_inference would switch it to eval and
+                # back on every call, walking every submodule twice
+                self.module.eval()
+            out = self.module._forward_inference(batch)
         if Columns.ACTIONS in out:
             return _to_numpy(out[Columns.ACTIONS]).astype(np.int64)
         # Mask again: a module that forgot to mask must still never play an illegal move.

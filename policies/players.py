@@ -86,7 +86,12 @@ class PlayerError(RuntimeError):
 
 @runtime_checkable
 class Player(Protocol):
-    """Anything that picks one legal token per game from absolute engine states."""
+    """Anything that picks one legal token per game from absolute engine states.
+
+    A player may also set ``thread_safe = True``: its answers depend on its arguments alone and two threads may
+    call it at once on different games, so a tournament may play its chunks in threads
+    (`policies.tournament`, Threads). Without it, a player is asked from one thread only.
+    """
 
     name: str
 
@@ -201,6 +206,8 @@ def _bot_kernel():
 class BotPlayer:
     """A built-in bot. `act` is `policies.bots.Bot.act`; `act_streams` draws from streams the caller owns."""
 
+    thread_safe = True  # tournaments call act_streams: numba kernels over the caller's own streams
+
     def __init__(self, name: str, seed: int = 0) -> None:
         from policies.bots import Bot, bot_id
 
@@ -287,6 +294,8 @@ def _load_python_player(spec: str, seed: int) -> PythonPlayer:
 # ---------------------------------------------------------------- checkpoints
 class CheckpointPlayer:
     """A learned policy (`policies.modules.ModulePlayer`): encodes the states with its encoder, then asks it."""
+
+    thread_safe = True  # a numba encoding and a forward pass in inference mode: no state between calls
 
     def __init__(self, spec: str, module: Any) -> None:
         self.name = spec

@@ -112,6 +112,8 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class GreedyPlayer:
     """Move to the afterstate the value rates best for the mover (one ply, no dice looked at)."""
 
+    thread_safe = True  # afterstates and the value's forward pass: no state between calls
+
     def __init__(self, source: ValueSource, name: str | None = None):
         self.source = source
         self.name = name or source.name

@@ -50,6 +50,17 @@ Recording
     recording plays there (``path="fast"`` with a record is refused): the same
     games, as above.
 
+Threads (``threads``, default 1)
+    Chunks are independent games, so up to `threads` Python threads play them
+    at once, each its own chunk: the engine kernels release the GIL (numba
+    ``nogil``) and so does torch's forward pass, so two threads keep two cores
+    busy. Chunks shrink to ``ceil(games / threads)`` so each thread has one.
+    Only players that declare ``thread_safe = True`` (built-in bots, learned
+    policies, TD(λ) values, GA networks: each answers from its arguments
+    alone) are played this way; any other player (a ``py:`` bot, a search or
+    MCTS player) or a recording plays on one thread. The games, hence every
+    number in the report, are the same for any `threads` (a test holds it).
+
 Game length and truncation
     Game length is counted in *moves* (token moves by all seats); *plies*
     (die rolls, the engine's PLY) are reported beside it. A game still running
@@ -82,8 +93,10 @@ import functools
 import itertools
 import json
 import math
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,6 +198,7 @@ class TournamentResult:
     elapsed_s: float  # playing the games
     rating_s: float  # openskill updates
     rows: list[PlayerRow] = field(default_factory=list)
+    threads: int = 1  # threads that played the chunks
 
     @property
     def truncated(self) -> int:
@@ -232,6 +246,7 @@ class TournamentResult:
             "seating": "seat 0 moves first; entries rotate through the seats, all seating orders in turn",
             "rating": "openskill PlackettLuce, one update per finished game in game order; entries rated separately",
             "timing": {
+                "threads": self.threads,
                 "play_s": self.elapsed_s,
                 "rating_s": self.rating_s,
                 "games_per_s": self.games / max(self.elapsed_s + self.rating_s, 1e-9),
@@ -468,6 +483,7 @@ def play_tournament(
     rate: bool = True,
     record: str | Path | None = None,
     record_entry: int = 0,
+    threads: int = 1,
 ) -> TournamentResult:
     """Play `games` games between `players` (one spec or `Player` per seat) and report on them.
 
@@ -476,7 +492,8 @@ def play_tournament(
     `path` is "auto" (fast when every player is a built-in bot), "fast" or
     "generic". `rate=False` skips the openskill ratings (NaN in the report).
     `record` appends the decisions of entry `record_entry` to that record
-    file (`policies.records`; played on the generic path).
+    file (`policies.records`; played on the generic path). `threads` plays up to that many chunks at once
+    (module docstring: Threads); the results do not depend on it.
     A bad argument raises `TournamentError`, a bad spec (or a learned player trained for other rules)
     `PlayerSpecError`, a player's illegal answer `PlayerError`: all with one-line messages.
     """
@@ -488,6 +505,8 @@ def play_tournament(
         raise TournamentError(f"max_plies={max_plies!r} is not allowed: give an integer in 1..{PLY_MAX}")
     if not isinstance(chunk, int) or chunk < 1:
         raise TournamentError(f"chunk={chunk!r} is not allowed: give an integer >= 1")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise TournamentError(f"threads={threads!r} is not allowed: give an integer >= 1")
     if path not in ("auto", "fast", "generic"):
         raise TournamentError(f"path={path!r} is not allowed: choose auto, fast or generic")
     n = len(players)
@@ -532,28 +551,44 @@ def play_tournament(
     _compile(player_list, use_fast, tab)
     from tqdm import tqdm
 
+    workers = threads if writer is None and all(getattr(p, "thread_safe", False) for p in player_list) else 1
+    step = min(chunk, -(-games // workers))
+    bar_lock = threading.Lock()
+
+    def play_chunk(a: int, b: int) -> None:
+        states = np.empty((b - a, STATE_LEN), dtype=STATE_DTYPE)
+        masks = np.zeros((b - a, MAX_TOKENS), dtype=np.int8)
+        dice, bot_rng = dice_all[a:b], bot_all[a:b]
+        reset_batch(states, tab, dice, np.zeros(b - a, dtype=np.int64), masks)  # seat 0 moves first
+        if use_fast:
+            _play_fast(player_list, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks, max_plies,
+                       moves[a:b])
+        else:
+            recorded: list = []
+            _play_generic(player_list, distinct, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks,
+                          max_plies, moves[a:b], None if writer is None else record_entry, recorded)
+            if writer is not None:
+                _write_records(writer, recorded, a, seed)
+        seat_of_entry = np.argsort(seats[a:b], axis=1)
+        places[a:b] = np.take_along_axis(states[:, PLACES : PLACES + n], seat_of_entry, axis=1)
+        plies[a:b] = states[:, PLY]
+        finished[a:b] = states[:, OVER] == 1
+        with bar_lock:
+            bar.update(b - a)
+
     start = time.perf_counter()
     with tqdm(total=games, disable=not progress, unit="game", desc="tournament", smoothing=0.1) as bar:
-        for a in range(0, games, chunk):
-            b = min(a + chunk, games)
-            states = np.empty((b - a, STATE_LEN), dtype=STATE_DTYPE)
-            masks = np.zeros((b - a, MAX_TOKENS), dtype=np.int8)
-            dice, bot_rng = dice_all[a:b], bot_all[a:b]
-            reset_batch(states, tab, dice, np.zeros(b - a, dtype=np.int64), masks)  # seat 0 moves first
-            if use_fast:
-                _play_fast(player_list, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks, max_plies,
-                           moves[a:b])
-            else:
-                recorded: list = []
-                _play_generic(player_list, distinct, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks,
-                              max_plies, moves[a:b], None if writer is None else record_entry, recorded)
-                if writer is not None:
-                    _write_records(writer, recorded, a, seed)
-            seat_of_entry = np.argsort(seats[a:b], axis=1)
-            places[a:b] = np.take_along_axis(states[:, PLACES : PLACES + n], seat_of_entry, axis=1)
-            plies[a:b] = states[:, PLY]
-            finished[a:b] = states[:, OVER] == 1
-            bar.update(b - a)
+        chunks = [(a, min(a + step, games)) for a in range(0, games, step)]
+        if workers == 1:
+            for a, b in chunks:
+                play_chunk(a, b)
+        else:
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="tournament")
+            try:
+                for future in [pool.submit(play_chunk, a, b) for a, b in chunks]:
+                    future.result()  # in chunk order: the first error raises here
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
     elapsed = time.perf_counter() - start
     places[~finished] = 0
 
@@ -576,4 +611,5 @@ def play_tournament(
         elapsed_s=elapsed,
         rating_s=rating_s,
         rows=summarise(specs, places, moves, finished, ratings),
+        threads=workers,
     )

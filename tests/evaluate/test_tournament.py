@@ -181,6 +181,42 @@ def test_a_tournament_of_2n_games_starts_with_the_n_games_of_one_of_n(learned_sp
         np.testing.assert_array_equal(getattr(long, name)[:48], getattr(short, name), err_msg=name)
 
 
+@pytest.mark.parametrize("players", [["learned", "random", "hybrid", "random"], HYBRID_3_RANDOM])
+def test_threads_play_the_same_games_as_one_thread(players, learned_spec):
+    """Chunks played in threads at once (the generic path with a learned player, the fast path with bots)
+    give the same games, ratings and report as one thread, in any chunking."""
+    players = [learned_spec if p == "learned" else p for p in players]
+    one = play_tournament(players, 120, "classic", seed=13, chunk=50)
+    for threads, chunk in ((2, 50), (3, 17), (2, 8192)):
+        many = play_tournament(players, 120, "classic", seed=13, chunk=chunk, threads=threads)
+        assert many.threads == threads
+        same_games(one, many)
+        out = report(many)
+        assert out == report(one)
+
+
+def test_a_player_that_is_not_thread_safe_plays_on_one_thread(learned_spec):
+    players = [f"{EXAMPLE}:FurthestBehind", learned_spec, "random", "random"]
+    result = play_tournament(players, 40, "classic", seed=1, threads=2)
+    assert result.threads == 1 and result.finished.all()
+    assert json.loads(result.to_json())["timing"]["threads"] == 1
+    same_games(result, play_tournament(players, 40, "classic", seed=1))
+    with pytest.raises(TournamentError, match="threads=0 is not allowed"):
+        play_tournament(["fast", "random"], 4, threads=0)
+
+
+def test_an_illegal_answer_in_a_thread_stops_the_tournament_with_its_line(learned_spec):
+    class Illegal:
+        name = "illegal"
+        thread_safe = True
+
+        def act(self, states, tab, masks):
+            return np.full(len(states), 7)
+
+    with pytest.raises(PlayerError, match="illegal"):
+        play_tournament([Illegal(), learned_spec, "random", "random"], 200, "classic", seed=2, chunk=10, threads=2)
+
+
 def middle_games(games: int, seed: int, plies: int):
     """Classic games played by random moves into the middle game, where several tokens are out: live ones."""
     tab = compile_rules(Rules.load("classic"))

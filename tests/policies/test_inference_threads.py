@@ -38,3 +38,33 @@ def test_inference_runs_on_its_own_thread_count_and_gives_the_callers_back():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_inference_blocks_in_several_threads_at_once_each_run_on_the_inference_count():
+    import threading
+
+    import torch
+
+    from policies.modules import INFERENCE_THREADS, intra_op_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    inside, seen = threading.Barrier(2, timeout=30), []
+
+    def block():
+        torch.set_num_threads(2)  # this thread's own count, as a caller's
+        with intra_op_threads(INFERENCE_THREADS):
+            inside.wait()  # both blocks are open at once
+            seen.append(torch.get_num_threads())
+            inside.wait()
+        seen.append(torch.get_num_threads())
+
+    threads = [threading.Thread(target=block) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert seen == [INFERENCE_THREADS] * 2 + [2] * 2 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
