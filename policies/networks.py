@@ -410,22 +410,53 @@ class TokenSetEncoder(TorchModel, Encoder):
                 self.attention = nn.MultiheadAttention(token_dim, config.attention_heads, batch_first=True)
             fuse_in += token_dim
         self.fuse, _ = _feed_forward(fuse_in, config.hidden, config.activation, config.layernorm)
+        # One context for all own tokens (not attention) and a first layer to split: `_fuse_shared`.
+        self.fuse_shared = config.pooling != "attention" and len(config.hidden) > 0
 
     def _forward(self, inputs: dict, **kwargs) -> dict:
         obs = inputs[Columns.OBS]
         leading = obs.shape[:-1]
         obs = obs.reshape(-1, obs.shape[-1])
         own = self.own_encoder(obs[:, self.own_columns])  # (B, tokens, D)
-        parts = [own, own.mean(dim=1, keepdim=True).expand_as(own)]
-        if self.has_opponents:
-            parts.append(self._opponent_context(own, obs[:, self.opponent_columns]))
-        if len(self.global_columns):
-            parts.append(obs[:, self.global_columns].unsqueeze(1).expand(-1, own.shape[1], -1))
-        z = self.fuse(torch.cat(parts, dim=-1))  # (B, tokens, H)
+        context = self._opponent_context(own, obs[:, self.opponent_columns]) if self.has_opponents else None
+        globals_ = obs[:, self.global_columns]
+        if self.fuse_shared:
+            z = self._fuse_shared(own, context, globals_)
+        else:
+            z = self.fuse(self._fuse_input(own, context, globals_))
         return {ENCODER_OUT: z.reshape(*leading, -1)}
 
+    @staticmethod
+    def _fuse_input(own: torch.Tensor, context: torch.Tensor | None, globals_: torch.Tensor) -> torch.Tensor:
+        """The fuse MLP's input, ``(B, tokens, 2 D [+ D] [+ globals])``: per token [token t, mean of own tokens,
+        context, global features] (module docstring)."""
+        tokens = own.shape[1]
+        parts = [own, own.mean(dim=1, keepdim=True).expand_as(own)]
+        if context is not None:
+            parts.append(context if context.dim() == 3 else context.unsqueeze(1).expand(-1, tokens, -1))
+        if globals_.shape[-1]:
+            parts.append(globals_.unsqueeze(1).expand(-1, tokens, -1))
+        return torch.cat(parts, dim=-1)
+
+    def _fuse_shared(self, own: torch.Tensor, context: torch.Tensor | None, globals_: torch.Tensor) -> torch.Tensor:
+        """`fuse` of `_fuse_input`, computed without building it: with one context for all tokens (mean or max
+        pooling), only the token's own block differs between tokens, so the first layer is ``W_own token_t +
+        (W_rest [mean, context, globals] + b)``, the second part once per row. The same function as
+        ``self.fuse(self._fuse_input(...))`` up to float rounding (a test holds them together), with a third of
+        the first layer's work and no ``(B, tokens, fuse_in)`` copy; measured on DQN's learner updates, where
+        the concatenation and the first layer were a third of the encoder's time."""
+        first = self.fuse[0]
+        width = own.shape[-1]
+        shared = [own.mean(dim=1)] + ([context] if context is not None else []) + [globals_]
+        rest = torch.nn.functional.linear(torch.cat(shared, dim=-1), first.weight[:, width:], first.bias)
+        z = torch.nn.functional.linear(own, first.weight[:, :width]) + rest.unsqueeze(1)
+        for layer in list(self.fuse)[1:]:
+            z = layer(z)
+        return z
+
     def _opponent_context(self, own: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
-        """Context of each own token from the opponent token blocks ``(B, O, W)``: ``(B, tokens, D)``."""
+        """Context from the opponent token blocks ``(B, O, W)``: ``(B, D)`` for mean or max pooling (one for
+        every own token), ``(B, tokens, D)`` for attention (each own token its own)."""
         # A real token always shows in its block (egocentric sets a status flag); all zeros is an unused seat.
         present = (blocks != 0).any(dim=-1)  # (B, O)
         any_present = present.any(dim=-1, keepdim=True)  # (B, 1)
@@ -438,11 +469,9 @@ class TokenSetEncoder(TorchModel, Encoder):
             return context * any_present.unsqueeze(-1)
         weights = present.unsqueeze(-1).to(opponents.dtype)
         if pooling == "mean":
-            pooled = (opponents * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
-        else:
-            pooled = opponents.masked_fill(~present.unsqueeze(-1), float("-inf")).amax(dim=1)
-            pooled = torch.where(any_present, pooled, torch.zeros_like(pooled))
-        return pooled.unsqueeze(1).expand_as(own)
+            return (opponents * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        pooled = opponents.masked_fill(~present.unsqueeze(-1), float("-inf")).amax(dim=1)
+        return torch.where(any_present, pooled, torch.zeros_like(pooled))
 
 
 @dataclass

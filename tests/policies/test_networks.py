@@ -205,6 +205,41 @@ def test_token_set_leaves_absent_opponents_out_and_stays_finite_without_any(pool
     assert_masked(scores(module, "ppo", batch_of(lonely, masks)), masks, -3.4e38)
 
 
+@pytest.mark.parametrize("pooling", ["mean", "max"])
+@pytest.mark.parametrize("layernorm,players", [(False, 4), (True, 4), (False, 2)])
+def test_token_set_fuses_the_shared_part_once_as_the_concatenated_input_would(pooling, layernorm, players):
+    """With one context for all own tokens, the encoder splits the fuse MLP's first layer (`_fuse_shared`): the
+    same latent and gradients as the fuse MLP on the concatenated per-token input (`_fuse_input`)."""
+    torch.manual_seed(3)
+    network = {**SMALL_TOKEN_SET, "pooling": pooling, "layernorm": layernorm, "hidden": [24, 12]}
+    encoder = build("dqn", network).encoder
+    assert encoder.fuse_shared
+    features, _ = engine_decisions(players=players, games=24)
+    obs = torch.as_tensor(features)
+    layout = token_layout("egocentric")
+    own = encoder.own_encoder(obs[:, list(np.array(layout.own).ravel())].reshape(len(obs), 4, -1))
+    context = encoder._opponent_context(own, obs[:, np.array(layout.opponents)])
+    globals_ = obs[:, list(layout.globals)]
+    split = encoder._fuse_shared(own, context, globals_)
+    concatenated = encoder.fuse(encoder._fuse_input(own, context, globals_))
+    torch.testing.assert_close(split, concatenated, atol=1e-5, rtol=1e-5)
+    latent = encoder({Columns.OBS: obs})["encoder_out"]
+    torch.testing.assert_close(latent, concatenated.reshape(len(obs), -1), atol=1e-5, rtol=1e-5)
+
+    grads = []
+    for z in (split, concatenated):
+        encoder.zero_grad()
+        (z ** 2).sum().backward(retain_graph=True)
+        grads.append({k: v.grad.clone() for k, v in encoder.named_parameters() if v.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for key in grads[0]:
+        torch.testing.assert_close(grads[0][key], grads[1][key], atol=1e-4, rtol=1e-4)
+
+
+def test_token_set_with_attention_fuses_the_concatenated_input():
+    assert not build("dqn", {**SMALL_TOKEN_SET, "pooling": "attention"}).encoder.fuse_shared
+
+
 def test_token_set_on_flags60_reads_own_tokens_only():
     features, masks = engine_decisions("seed001_flags60", games=8)
     module = build("dqn", SMALL_TOKEN_SET, obs="seed001_flags60")
