@@ -2,6 +2,7 @@
 
     python launch/export.py ckpt=outputs/train/<run> format=onnx out=agent.onnx
     python launch/export.py ckpt=outputs/train/<run>/checkpoints/iter_200 format=torchscript out=agent.pt
+    python launch/export.py ckpt=outputs/train/<run>/best/policy out=agent.onnx   # the run's best-evaluated
 
 Arguments (``conf/export.yaml``, typed by `ExportConfig`): ``ckpt`` is a
 training run folder (its newest checkpoint), a checkpoint folder or a policy
