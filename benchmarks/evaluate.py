@@ -45,7 +45,7 @@ os.environ["NUMBA_NUM_THREADS"] = "1"
 
 from ludo_env.engine import compile_rules, new_batch, play_random  # noqa: E402
 from ludo_env.rules import Rules  # noqa: E402
-from policies.tournament import play_tournament  # noqa: E402
+from policies.tournament import available_cores, play_tournament  # noqa: E402
 
 PLAYERS = ["hybrid", "random", "random", "random"]
 TARGET_GAMES_PER_S = 10_000
@@ -94,7 +94,7 @@ def time_policies(args: argparse.Namespace) -> dict:
     from policies.players import make_player
 
     sizes = [int(g) for g in args.policy_games.split(",")]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = available_cores()
     thread_counts = sorted({int(t) or cores for t in args.policy_threads.split(",")})
     rows = {}
     for name, folder in policy_folders(args.policy).items():

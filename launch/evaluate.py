@@ -23,7 +23,6 @@ stderr and exits with status 2.
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +120,7 @@ def evaluate(cfg: EvaluateConfig) -> Path:
             path=cfg.path,
             record=cfg.record,
             record_entry=cfg.record_player,
-            threads=cfg.threads or len(os.sched_getaffinity(0)),
+            threads=cfg.threads,
         )
     except (RulesError, PlayerSpecError, PlayerError, TournamentError, RecordError) as err:
         raise UserError(str(err)) from None

@@ -235,7 +235,7 @@ def final_evaluation(cfg, rules, policy: Path, iteration: int) -> dict[str, Any]
     replay exactly. The record has the shape of every other evaluation in ``summary.json``."""
     start = time.perf_counter()
     results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
-                             cfg.eval.seed)
+                             cfg.eval.seed, cfg.eval.threads)
     return {"iteration": iteration, "final": True, "seconds": round(time.perf_counter() - start, 2),
             "results": [r.to_dict() for r in results]}
 

@@ -482,6 +482,9 @@ class EvalConfig:
     """Opponents: greedy main plays against players-1 copies of each (player specs)."""
     seed: int = 1_000_003
     """Dice seed of the evaluation games (the same games every time)."""
+    threads: int = 0
+    """Threads playing the panel games at once (`policies.tournament`, Threads); 0: one per core. Evaluations
+    run between training iterations, when the learner waits; the results do not depend on it."""
 
 
 @dataclass
@@ -579,7 +582,7 @@ def check(cfg: TrainConfig) -> None:
 
 
 EVAL_RANGES = {"every": NON_NEGATIVE, "games": Range(1, MAX_GAMES), "final_games": Range(0, MAX_GAMES),
-               "seed": NON_NEGATIVE}
+               "seed": NON_NEGATIVE, "threads": Range(0, 256)}
 """eval.<key>: its allowed values (eval.panel, player specs, is checked by launch/train.py before Ray starts)."""
 
 

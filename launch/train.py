@@ -342,7 +342,8 @@ class PanelEvaluator:
         self.load_main(algo)
         start = time.perf_counter()
         player = learned_player(self.module, f"main@{iteration}")
-        results = evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed)
+        results = evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed,
+                                 self.cfg.eval.threads)
         return {"iteration": iteration, "final": final, "seconds": round(time.perf_counter() - start, 2),
                 "results": [r.to_dict() for r in results]}
 
@@ -353,7 +354,7 @@ class PanelEvaluator:
     def panel(self, player) -> dict[str, Any]:
         """Any player against the panel, as a league member's panel record."""
         return panel_record(evaluate_panel(player, self.cfg.eval.panel, self.rules, self.cfg.eval.games,
-                                           self.cfg.eval.seed))
+                                           self.cfg.eval.seed, self.cfg.eval.threads))
 
     def weights_of(self, policy_folder: Path):
         """A saved policy's weights in the form `RLModule.set_state` takes."""

@@ -50,7 +50,7 @@ Recording
     recording plays there (``path="fast"`` with a record is refused): the same
     games, as above.
 
-Threads (``threads``, default 1)
+Threads (``threads``, default 1; 0: one per core)
     Chunks are independent games, so up to `threads` Python threads play them
     at once, each its own chunk: the engine kernels release the GIL (numba
     ``nogil``) and so does torch's forward pass, so two threads keep two cores
@@ -93,6 +93,7 @@ import functools
 import itertools
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -121,6 +122,11 @@ class TournamentError(ValueError):
 
 
 # ------------------------------------------------------------------- seating
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def seating(n_players: int, games: int, first_game: int = 0) -> np.ndarray:
     """``(games, n)`` int8: the entry sitting at each seat in games ``first_game ...`` (seat 0 moves first)."""
     bases = np.array([(0, *rest) for rest in itertools.permutations(range(1, n_players))], dtype=np.int8)
@@ -492,8 +498,8 @@ def play_tournament(
     `path` is "auto" (fast when every player is a built-in bot), "fast" or
     "generic". `rate=False` skips the openskill ratings (NaN in the report).
     `record` appends the decisions of entry `record_entry` to that record
-    file (`policies.records`; played on the generic path). `threads` plays up to that many chunks at once
-    (module docstring: Threads); the results do not depend on it.
+    file (`policies.records`; played on the generic path). `threads` plays up to that many chunks at once,
+    0 one per core (module docstring: Threads); the results do not depend on it.
     A bad argument raises `TournamentError`, a bad spec (or a learned player trained for other rules)
     `PlayerSpecError`, a player's illegal answer `PlayerError`: all with one-line messages.
     """
@@ -505,8 +511,9 @@ def play_tournament(
         raise TournamentError(f"max_plies={max_plies!r} is not allowed: give an integer in 1..{PLY_MAX}")
     if not isinstance(chunk, int) or chunk < 1:
         raise TournamentError(f"chunk={chunk!r} is not allowed: give an integer >= 1")
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise TournamentError(f"threads={threads!r} is not allowed: give an integer >= 1")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+        raise TournamentError(f"threads={threads!r} is not allowed: give an integer >= 0 (0: one per core)")
+    threads = threads or available_cores()
     if path not in ("auto", "fast", "generic"):
         raise TournamentError(f"path={path!r} is not allowed: choose auto, fast or generic")
     n = len(players)

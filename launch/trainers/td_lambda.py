@@ -167,7 +167,7 @@ def evaluate(cfg: TrainConfig, rules, value, games: int, iteration: int) -> dict
     """The greedy player on the current value against the panel (`policies.league.evaluation`)."""
     start = time.perf_counter()
     results = evaluate_panel(GreedyPlayer(value, name=f"td@{iteration}"), cfg.eval.panel, rules, games,
-                             cfg.eval.seed)
+                             cfg.eval.seed, cfg.eval.threads)
     return {"iteration": iteration, "final": False, "seconds": round(time.perf_counter() - start, 2),
             "results": [r.to_dict() for r in results]}
 

@@ -36,11 +36,14 @@ def learned_player(module, label: str) -> CheckpointPlayer:
     return CheckpointPlayer(label, ModulePlayer(module))
 
 
-def evaluate_panel(player, panel: Sequence[str], rules: Rules, games: int, seed: int) -> list[PanelResult]:
+def evaluate_panel(player, panel: Sequence[str], rules: Rules, games: int, seed: int,
+                   threads: int = 1) -> list[PanelResult]:
+    """`player` against ``players - 1`` copies of each panel entry, `games` games each (`threads`: as
+    `play_tournament` takes it; the results do not depend on it)."""
     results = []
     for opponent in panel:
         seats = [player] + [opponent] * (rules.players - 1)
-        result = play_tournament(seats, games, rules, seed, rate=False)
+        result = play_tournament(seats, games, rules, seed, rate=False, threads=threads)
         row = next(r for r in result.rows if r.player == player.name)
         results.append(PanelResult(opponent, games, row.win_rate, tuple(row.win_rate_ci95), row.mean_place))
     return results

@@ -13,7 +13,14 @@ from ludo_env.engine.layout import OVER, PLACES, PLY
 from ludo_env.rules import Rules, RulesError
 from policies.bots import Bot
 from policies.players import PlayerError, make_player
-from policies.tournament import TournamentError, entry_labels, play_tournament, seating, wilson_interval
+from policies.tournament import (
+    TournamentError,
+    available_cores,
+    entry_labels,
+    play_tournament,
+    seating,
+    wilson_interval,
+)
 
 EXAMPLE = "py:tests.evaluate.example_bot"
 HYBRID_3_RANDOM = ["hybrid", "random", "random", "random"]
@@ -201,8 +208,9 @@ def test_a_player_that_is_not_thread_safe_plays_on_one_thread(learned_spec):
     assert result.threads == 1 and result.finished.all()
     assert json.loads(result.to_json())["timing"]["threads"] == 1
     same_games(result, play_tournament(players, 40, "classic", seed=1))
-    with pytest.raises(TournamentError, match="threads=0 is not allowed"):
-        play_tournament(["fast", "random"], 4, threads=0)
+    with pytest.raises(TournamentError, match="threads=-1 is not allowed"):
+        play_tournament(["fast", "random"], 4, threads=-1)
+    assert play_tournament(["fast", "random"], 4, threads=0).threads == available_cores()
 
 
 def test_an_illegal_answer_in_a_thread_stops_the_tournament_with_its_line(learned_spec):
