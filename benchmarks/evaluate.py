@@ -101,13 +101,15 @@ def time_policies(args: argparse.Namespace) -> dict:
         player = make_player(f"ckpt:{folder}")  # loaded once: the rows time play, not loading
         play_tournament([player, "random", "random", "random"], 64, "classic", 0)  # compile
         runs: dict[tuple[int, int], list[float]] = {(t, g): [] for t in thread_counts for g in sizes}
+        used: dict[tuple[int, int], int] = {}
         for r in range(args.policy_repeats):
             for games in sizes:
                 for threads in thread_counts:
                     start = time.perf_counter()
-                    play_tournament([player, "random", "random", "random"], games, "classic", 100 + r,
-                                    threads=threads)
+                    result = play_tournament([player, "random", "random", "random"], games, "classic", 100 + r,
+                                             threads=threads)
                     runs[threads, games].append(games / (time.perf_counter() - start))
+                    used[threads, games] = result.threads  # fewer for a small tournament (MIN_GAMES_PER_THREAD)
         for threads in thread_counts:
             medians = {g: statistics.median(runs[threads, g]) for g in sizes}
             rows[f"{name}, {threads} thread{'s' * (threads > 1)}"] = {
@@ -116,6 +118,7 @@ def time_policies(args: argparse.Namespace) -> dict:
                 "threads": threads,
                 "games_per_s": medians,
                 "runs": {g: runs[threads, g] for g in sizes},
+                "threads_used": {g: used[threads, g] for g in sizes},
                 "largest_vs_smallest": medians[sizes[-1]] / medians[sizes[0]],
             }
     return {
@@ -138,6 +141,9 @@ def print_policies(result: dict) -> None:
     for name, row in result["rows"].items():
         cells = "".join(f"{row['games_per_s'][g]:>14,.0f}" for g in sizes)
         print(f"{name + ' (' + str(row['obs']) + ')':<34}{cells}{row['largest_vs_smallest']:>18.2f}")
+        fewer = [f"{g:,} games on {n}" for g, n in row["threads_used"].items() if n != row["threads"]]
+        if fewer:
+            print(f"  played on fewer threads: {', '.join(fewer)} (MIN_GAMES_PER_THREAD)")
         if row["threads"] != result["cores"]:
             continue  # the targets are for every core, as the evaluator plays by default
         best = max(row["games_per_s"].values())

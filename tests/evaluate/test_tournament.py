@@ -12,6 +12,7 @@ from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch
 from ludo_env.engine.layout import OVER, PLACES, PLY
 from ludo_env.rules import Rules, RulesError
 from policies.bots import Bot
+from policies import tournament
 from policies.players import PlayerError, make_player
 from policies.tournament import (
     TournamentError,
@@ -189,10 +190,11 @@ def test_a_tournament_of_2n_games_starts_with_the_n_games_of_one_of_n(learned_sp
 
 
 @pytest.mark.parametrize("players", [["learned", "random", "hybrid", "random"], HYBRID_3_RANDOM])
-def test_threads_play_the_same_games_as_one_thread(players, learned_spec):
+def test_threads_play_the_same_games_as_one_thread(players, learned_spec, monkeypatch):
     """Chunks played in threads at once (the generic path with a learned player, the fast path with bots)
     give the same games, ratings and report as one thread, in any chunking."""
     players = [learned_spec if p == "learned" else p for p in players]
+    monkeypatch.setattr(tournament, "MIN_GAMES_PER_THREAD", 10)  # threads even for this short tournament
     one = play_tournament(players, 120, "classic", seed=13, chunk=50)
     for threads, chunk in ((2, 50), (3, 17), (2, 8192)):
         many = play_tournament(players, 120, "classic", seed=13, chunk=chunk, threads=threads)
@@ -202,7 +204,14 @@ def test_threads_play_the_same_games_as_one_thread(players, learned_spec):
         assert out == report(one)
 
 
-def test_a_player_that_is_not_thread_safe_plays_on_one_thread(learned_spec):
+def test_a_small_tournament_plays_on_as_many_threads_as_it_has_games_for():
+    games = 3 * tournament.MIN_GAMES_PER_THREAD - 1
+    assert play_tournament(["fast", "random"], games, threads=4).threads == 2
+    assert play_tournament(["fast", "random"], tournament.MIN_GAMES_PER_THREAD - 1, threads=4).threads == 1
+
+
+def test_a_player_that_is_not_thread_safe_plays_on_one_thread(learned_spec, monkeypatch):
+    monkeypatch.setattr(tournament, "MIN_GAMES_PER_THREAD", 10)
     players = [f"{EXAMPLE}:FurthestBehind", learned_spec, "random", "random"]
     result = play_tournament(players, 40, "classic", seed=1, threads=2)
     assert result.threads == 1 and result.finished.all()
@@ -210,10 +219,12 @@ def test_a_player_that_is_not_thread_safe_plays_on_one_thread(learned_spec):
     same_games(result, play_tournament(players, 40, "classic", seed=1))
     with pytest.raises(TournamentError, match="threads=-1 is not allowed"):
         play_tournament(["fast", "random"], 4, threads=-1)
-    assert play_tournament(["fast", "random"], 4, threads=0).threads == available_cores()
+    assert play_tournament(["fast", "random"], 4 * tournament.MIN_GAMES_PER_THREAD, threads=0).threads == min(
+        4, available_cores())
 
 
-def test_an_illegal_answer_in_a_thread_stops_the_tournament_with_its_line(learned_spec):
+def test_an_illegal_answer_in_a_thread_stops_the_tournament_with_its_line(learned_spec, monkeypatch):
+    monkeypatch.setattr(tournament, "MIN_GAMES_PER_THREAD", 10)
     class Illegal:
         name = "illegal"
         thread_safe = True
