@@ -55,7 +55,6 @@ from launch.runs import (
     write_json,
 )
 from ludo_env.rules import Rules
-from policies.checkpoints import POLICY_DIR
 from policies.league.evaluation import evaluate_command, evaluate_panel
 from policies.players import make_player
 
@@ -274,7 +273,7 @@ def settle_best(trainer: Trainer, state: RunState, policy: Path | None,
     current = run_dir.best_selection()
     last = {**best_record(cfg, state.iteration, state.env_steps, final), "final_evaluation": final}
     if current is not None and current["iteration"] != state.iteration and current["panel"] == list(cfg.eval.panel):
-        best_final = final_evaluation(cfg, trainer.rules, run_dir.best / POLICY_DIR, current["iteration"])
+        best_final = final_evaluation(cfg, trainer.rules, run_dir.policy_of(run_dir.best), current["iteration"])
         if panel_score(best_final) > panel_score(final):
             write_json(run_dir.best / SELECTION,
                        {**current, "score": panel_score(best_final), "final_evaluation": best_final})
@@ -289,7 +288,7 @@ def best_summary(cfg, run_dir: RunDir, best: dict[str, Any] | None,
     """The summary lines and ``summary.json`` field of the run's best policy (`settle_best`)."""
     if best is None:
         return [], None
-    policy = run_dir.best / POLICY_DIR
+    policy = run_dir.policy_of(run_dir.best)
     results, commands = final_lines(cfg, policy, best["final_evaluation"])
     fields = {**best, "policy": str(policy), "evaluate_commands": commands}
     if best["iteration"] == last_iteration:

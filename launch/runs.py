@@ -185,7 +185,7 @@ class RunDir:
         one under ``.best-old-*``: it is put back first."""
         if not self.best.is_dir():
             for old in sorted(self.path.glob(".best-old-*")):
-                if (old / SELECTION).is_file() and (old / POLICY_DIR).is_dir():
+                if (old / SELECTION).is_file() and self.policy_of(old).is_dir():
                     os.rename(old, self.best)
                     break
         try:
@@ -200,7 +200,7 @@ class RunDir:
         for stale in [*self.path.glob(".best-tmp-*"), *self.path.glob(".best-old-*")]:
             shutil.rmtree(stale, ignore_errors=True)
         tmp, old = self.path / f".best-tmp-{os.getpid()}", self.path / f".best-old-{os.getpid()}"
-        write_policy(tmp / POLICY_DIR)
+        write_policy(self.policy_of(tmp))
         write_json(tmp / SELECTION, selection)
         if self.best.exists():
             os.rename(self.best, old)
