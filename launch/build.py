@@ -264,7 +264,7 @@ def _dqn_heads(cfg: TrainConfig) -> dict[str, Any]:
 def _train_ppo(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
     algo = cfg.algo
     config.training(
-        lr=algo.lr,
+        lr=learning_rate(cfg),
         gamma=algo.gamma,
         lambda_=algo.gae_lambda,
         train_batch_size_per_learner=algo.train_batch_size,
@@ -294,7 +294,7 @@ def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None
         # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
         config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
     config.training(
-        lr=algo.lr,
+        lr=learning_rate(cfg),
         gamma=algo.gamma,
         train_batch_size_per_learner=algo.train_batch_size,
         double_q=algo.double_q,
@@ -319,6 +319,15 @@ def _ppo_progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) 
 
 def _dqn_progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:
     return {"epsilon": epsilon_at(cfg, env_steps), "q_mean": learner.get("qf_mean")}
+
+
+def learning_rate(cfg: TrainConfig) -> float | list[list[float]]:
+    """`algo.lr`, or with `algo.lr_end` RLlib's piecewise-linear schedule over sampled env steps: `lr` at 0,
+    `lr_end` at budget.env_steps, held after (a resumed run picks it up at its step count)."""
+    algo = cfg.algo
+    if algo.lr_end is None:
+        return algo.lr
+    return [[0, algo.lr], [cfg.budget.env_steps, algo.lr_end]]
 
 
 def epsilon_at(cfg: TrainConfig, env_steps: int) -> float:

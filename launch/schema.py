@@ -163,6 +163,9 @@ class PPOSettings(CheckedSettings):
     """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 1e-3
     """Adam learning rate."""
+    lr_end: float | None = None
+    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
+    schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
     gamma: float = 0.99
     """Discount per decision of the same seat."""
     gae_lambda: float = 0.95
@@ -189,7 +192,8 @@ class PPOSettings(CheckedSettings):
     """One trunk for policy and value."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": POSITIVE, "gamma": SHARE, "gae_lambda": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "gae_lambda": SHARE,
+        "train_batch_size": AT_LEAST_ONE,
         "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": POSITIVE,
         "vf_loss_coeff": NON_NEGATIVE, "vf_clip_param": POSITIVE, "entropy_coeff": NON_NEGATIVE,
         "kl_coeff": NON_NEGATIVE, "grad_clip": Range(0, low_open=True, null_ok=True),
@@ -209,6 +213,9 @@ class DQNSettings(CheckedSettings):
     """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 5e-4
     """Adam learning rate."""
+    lr_end: float | None = None
+    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
+    schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
     gamma: float = 0.99
     """Discount per decision of the same seat."""
     train_batch_size: int = 256
@@ -255,7 +262,8 @@ class DQNSettings(CheckedSettings):
     so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": POSITIVE, "gamma": SHARE, "train_batch_size": AT_LEAST_ONE, "n_step": AT_LEAST_ONE,
+        "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "n_step": AT_LEAST_ONE,
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
         "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": NON_NEGATIVE, "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
@@ -570,6 +578,9 @@ def check(cfg: TrainConfig) -> None:
         raise ValueError(f"sampler.name={cfg.sampler.name!r} is not allowed: choose {' or '.join(SAMPLERS)}")
     Range(1, MAX_SAMPLER_GAMES).check("sampler.games", cfg.sampler.games)
     check_budget(cfg.budget)
+    if getattr(cfg.algo, "lr_end", None) is not None and not cfg.budget.env_steps:
+        raise ValueError(f"algo.lr_end={cfg.algo.lr_end!r} needs budget.env_steps, where its decay ends: "
+                         "set budget.env_steps or algo.lr_end=null")
     for key, allowed in EVAL_RANGES.items():
         allowed.check(f"eval.{key}", getattr(cfg.eval, key))
     AT_LEAST_ONE.check("checkpoint.every", cfg.checkpoint.every)

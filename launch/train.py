@@ -377,6 +377,7 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
     row: dict[str, Any] = {
         **step_columns(state, steps_per_s),
         "loss": _number(learner.get("total_loss")),
+        "lr": _number(learner.get("default_optimizer_learning_rate")),  # RLlib's key for main's one optimizer
         "pool": len(pool),
         "main_return": _number(runners.get("module_episode_returns_mean", {}).get(MAIN)),
         "episode_len": _number(runners.get("episode_len_mean")),
