@@ -10,7 +10,11 @@ What is measured
            games per call, under the `pyludo` variant: the SDU rule set that
            ludopy also implements (ludopy adds a bonus roll on a six and puts
            its stars elsewhere, so it is the closest variant, not the same one).
-           The `classic` variant is timed too, for reference.
+           The `classic` variant is timed too, for reference. Two rows each:
+           the generic kernel, which reads the rules table at run time, and
+           ``specialised=True``, the kernel compiled for that one table (the
+           same games; its compilation, about 17 s a table the first time on a
+           machine, is done before timing). The ratio is given for both.
   ludopy   the same kind of game with ludopy 1.5.0 from PyPI: `Game()` then
            get_observation / answer_observation with a random movable piece.
 
@@ -39,11 +43,11 @@ from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random, 
 from ludo_env.rules import Rules  # noqa: E402
 
 
-def time_ours(variant: str, batch: int, seed: int) -> tuple[float, float]:
+def time_ours(variant: str, batch: int, seed: int, specialised: bool = False) -> tuple[float, float]:
     tab = compile_rules(Rules.load(variant))
     states, rng = new_batch(tab, batch, seed)
     start = time.perf_counter()
-    moves = play_random(states, tab, rng)
+    moves = play_random(states, tab, rng, specialised=specialised)
     elapsed = time.perf_counter() - start
     return batch / elapsed, float(moves.sum()) / elapsed
 
@@ -101,17 +105,24 @@ def main() -> None:
     except ImportError:
         sys.exit("ludopy is not installed: run pip install -e '.[bench]'")
 
+    ours = {  # row: (variant, specialised)
+        "ours_pyludo": ("pyludo", False),
+        "ours_pyludo_specialised": ("pyludo", True),
+        "ours_classic": ("classic", False),
+        "ours_classic_specialised": ("classic", True),
+    }
     # Compile and warm both sides before timing anything.
-    time_ours("pyludo", 100, seed=0)
-    time_ours("classic", 100, seed=0)
+    for variant, specialised in ours.values():
+        time_ours(variant, 100, seed=0, specialised=specialised)
     time_ludopy(2, seed=0)
     memory_for(10)  # compiles step_batch and legal_masks, so compilation stays out of the memory peak
 
-    runs: dict[str, list[tuple[float, float]]] = {"ours_pyludo": [], "ours_classic": [], "ludopy": []}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in [*ours, "ludopy"]}
     for r in range(args.repeats):
-        runs["ours_pyludo"].append(time_ours("pyludo", args.batch, seed=1 + r))
-        runs["ludopy"].append(time_ludopy(args.ludopy_games, seed=1 + r))
-        runs["ours_classic"].append(time_ours("classic", args.batch, seed=1 + r))
+        for name, (variant, specialised) in ours.items():
+            runs[name].append(time_ours(variant, args.batch, seed=1 + r, specialised=specialised))
+            if name == "ours_pyludo":
+                runs["ludopy"].append(time_ludopy(args.ludopy_games, seed=1 + r))
 
     def med(name: str, k: int) -> float:
         return statistics.median(x[k] for x in runs[name])
@@ -127,6 +138,8 @@ def main() -> None:
         },
         "ratio_games_per_s": med("ours_pyludo", 0) / med("ludopy", 0),
         "ratio_moves_per_s": med("ours_pyludo", 1) / med("ludopy", 1),
+        "ratio_games_per_s_specialised": med("ours_pyludo_specialised", 0) / med("ludopy", 0),
+        "ratio_moves_per_s_specialised": med("ours_pyludo_specialised", 1) / med("ludopy", 1),
         "memory_100k": memory_for(100_000),
     }
     if args.json:
@@ -136,13 +149,18 @@ def main() -> None:
     print(f"{'engine':<28}{'games/s':>14}{'moves/s':>16}")
     labels = {
         "ours_pyludo": "ludo-league (pyludo rules)",
+        "ours_pyludo_specialised": "  specialised to the table",
         "ours_classic": "ludo-league (classic rules)",
+        "ours_classic_specialised": "  specialised to the table",
         "ludopy": "ludopy 1.5.0",
     }
     for name, label in labels.items():
         row = result["rows"][name]
         print(f"{label:<28}{row['games_per_s']:>14,.0f}{row['moves_per_s']:>16,.0f}")
-    print(f"ratio, games/s: {result['ratio_games_per_s']:,.0f}x   moves/s: {result['ratio_moves_per_s']:,.0f}x")
+    print(f"ratio, games/s: {result['ratio_games_per_s']:,.0f}x   moves/s: {result['ratio_moves_per_s']:,.0f}x"
+          f"   (pyludo, generic kernel)")
+    print(f"ratio, games/s: {result['ratio_games_per_s_specialised']:,.0f}x   "
+          f"moves/s: {result['ratio_moves_per_s_specialised']:,.0f}x   (pyludo, specialised kernel)")
     mem = result["memory_100k"]
     print(f"100,000 concurrent games: peak {mem['peak_mb']:.1f} MB ({mem['bytes_per_game']:.0f} bytes/game)")
 

@@ -25,6 +25,7 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
 from launch.sampler import BatchedLudoEnvRunner
+from launch.replay import ColumnReplayDQN
 from launch.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings
@@ -290,6 +291,9 @@ def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None
         # 0.1-0.27 s round trip).
         config.env_runners(batch_mode="truncate_episodes",
                            rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
+        # Its updates take the replay's numpy columns as they are, not episodes through the learner
+        # connectors, which cost four times the update itself (launch/replay.py).
+        config.algo_class = ColumnReplayDQN
     else:
         # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
         config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)

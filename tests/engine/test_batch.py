@@ -107,3 +107,19 @@ def test_batch_games_place_the_losers_by_progress():
             if seat != winner:
                 ahead = sum(1 for o in range(4) if o != winner and pips[o] > pips[seat])
                 assert places[seat] == 2 + ahead
+
+
+@pytest.mark.parametrize("variant, overrides", [("pyludo", {}), ("classic", {"players": 2, "blockades": True})])
+def test_the_specialised_kernel_plays_the_same_games_as_the_generic_one(variant, overrides):
+    # Compiled for one table, the kernel must still be the rules' kernel: the same states, moves and dice used,
+    # truncation included. Two tables with different rules on and off, so each gets its own compiled code.
+    tab = compile_rules(Rules.load(variant, **overrides))
+    for max_plies in (10_000, 60):
+        generic, rng_generic = new_batch(tab, 300, seed=11)
+        specialised, rng_specialised = new_batch(tab, 300, seed=11)
+        moves_generic = play_random(generic, tab, rng_generic, max_plies)
+        moves_specialised = play_random(specialised, tab, rng_specialised, max_plies, specialised=True)
+        np.testing.assert_array_equal(specialised, generic)
+        np.testing.assert_array_equal(moves_specialised, moves_generic)
+        np.testing.assert_array_equal(rng_specialised, rng_generic)
+        assert generic[:, OVER].all() == (max_plies == 10_000)  # 60 rolls truncate every game

@@ -76,3 +76,41 @@ def test_a_state_round_trip_keeps_the_buffer():
     copy.set_state(buffer.get_state())
     a, b = buffer.sample(num_items=30, n_step=2), copy.sample(num_items=30, n_step=2)
     assert [feature(e, 0) for e in a] == [feature(e, 0) for e in b]
+
+
+def test_column_replay_gives_the_learner_the_batch_its_connectors_make_of_the_episodes(tmp_path):
+    # ColumnReplayDQN hands the learner numpy columns instead of one episode per transition through RLlib's
+    # learner connectors: for the same draw, the learner must end up with the same tensors either way.
+    import ray
+    import tree
+    from ray.rllib.core.learner.training_data import TrainingData
+
+    from launch import build
+    from launch.replay import ColumnReplayDQN
+    from tests.launch.configs import train_config
+
+    cfg = train_config("+exp=smoke_dqn", "resources.env_runners=0",
+                       "wandb.mode=disabled", run_dir=str(tmp_path))
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    algo = build.build_algorithm_config(cfg, build.make_pool(cfg)).build_algo()
+    try:
+        assert type(algo) is ColumnReplayDQN
+        result = algo.train()  # samples into the buffer and updates on column batches
+        assert result["learners"][MAIN]["num_module_steps_trained"] > 0
+        buffer, learner = algo.local_replay_buffer, algo.learner_group._learner
+        draw = buffer.rng.bit_generator.state
+        episodes = buffer.sample(64, n_step=3, beta=0.4, gamma=0.99)
+        buffer.rng.bit_generator.state = draw
+        columns = buffer.sample_batch(64, n_step=3, beta=0.4, gamma=0.99)
+        via_connectors = learner._make_batch_if_necessary(TrainingData(episodes=episodes))[MAIN]
+        direct = learner._make_batch_if_necessary(TrainingData(batch=columns))[MAIN]
+        read_by_the_loss = ["obs", "new_obs", "actions", "rewards", "terminateds", "weights", "n_step"]
+        for key in read_by_the_loss:
+            expected, got = via_connectors[key], direct[key]
+            tree.assert_same_structure(expected, got)
+            for e, g in zip(tree.flatten(expected), tree.flatten(got)):
+                assert e.dtype == g.dtype and e.shape == g.shape, key
+                np.testing.assert_array_equal(g.cpu().numpy(), e.cpu().numpy(), err_msg=key)
+    finally:
+        algo.stop()
+        ray.shutdown()

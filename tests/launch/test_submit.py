@@ -154,7 +154,7 @@ def test_typos_and_refused_values_fail_locally_in_one_line():
         (["+exp=smoke", "algo.lrr=1"], "Key 'lrr' not in"),
         (["resources=clusterr"], "choose one of cluster_gpu, laptop, workstation"),
         (["league.pfsp=bad"], "league.pfsp='bad' is not allowed"),
-        (["+exp=nope"], "choose one of dqn_selfplay, ga_ann, imitate, ppo_selfplay, smoke, td_lambda"),
+        (["+exp=nope"], "choose one of dqn_selfplay, ga_ann, imitate, ppo_selfplay, smoke, smoke_dqn, td_lambda"),
     ]:
         with pytest.raises(UserError, match=re.escape(message)) as err:
             validate(overrides)

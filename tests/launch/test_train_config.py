@@ -81,12 +81,22 @@ def test_config_groups_reach_the_modules_and_the_env():
     (["sampler.name=fast"], "sampler.name='fast' is not allowed: choose batched or per_game"),
     (["sampler.games=0"], "sampler.games=0 is not allowed"),
     (["sampler.games=100000000"], "sampler.games=100000000 is not allowed"),
+    (["+exp=dqn_selfplay", "algo.lr_end=-1"], "algo.lr_end=-1.0 is not allowed"),
+    (["+exp=ppo_selfplay", "algo.lr_end=1e-4", "budget.env_steps=0"], "algo.lr_end=0.0001 needs budget.env_steps"),
 ])
 def test_bad_input_is_one_line(overrides, message):
     with pytest.raises((UserError, ValueError)) as err:
         config(*overrides)
     text = str(err.value)
     assert message in text and "\n" not in text
+
+
+@pytest.mark.parametrize("exp", ["dqn_selfplay", "ppo_selfplay"])
+def test_lr_end_makes_a_linear_schedule_over_the_budget(exp):
+    constant = build.build_algorithm_config(config(f"+exp={exp}"))
+    assert constant.lr == config(f"+exp={exp}").algo.lr
+    cfg = config(f"+exp={exp}", "algo.lr=1e-3", "algo.lr_end=1e-5", "budget.env_steps=400000")
+    assert build.build_algorithm_config(cfg).lr == [[0, 1e-3], [400000, 1e-5]]
 
 
 def test_cli_bad_input_exits_2_with_one_line():

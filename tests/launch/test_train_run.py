@@ -77,6 +77,20 @@ def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reprodu
     assert learned["win_rate"] == pytest.approx(final["random"]["win_rate"])
 
 
+def test_smoke_dqn_trains_main_on_column_batches_from_its_replay(tmp_path):
+    # The default DQN path end to end: the batched sampler, main's replay and ColumnReplayDQN's updates.
+    run_dir = tmp_path / "run"
+    proc = train(run_dir, "+exp=smoke_dqn", "algo.lr_end=1e-4", "budget.env_steps=4096")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["iterations"] == 2 and summary["env_steps"] == 4096
+    rows = metrics(run_dir)
+    assert all(row["loss"] is not None and row["q_mean"] is not None for row in rows)  # updated every iteration
+    assert rows[0]["lr"] > rows[1]["lr"] >= 1e-4  # the decay over budget.env_steps
+    assert json.loads((Path(summary["policy"]) / "policy.json").read_text())["kind"] == "dqn"
+    assert (run_dir / "best" / "policy" / "weights.pt").is_file()
+
+
 def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     args = ["+exp=smoke", "budget.iterations=5", "eval.every=0", "eval.final_games=0", "wandb.mode=disabled"]
