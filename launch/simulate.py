@@ -4,7 +4,9 @@
     python launch/simulate.py variant=classic players=2 blockades=true
 
 Arguments are key=value: `variant` (a name in conf/variant or a YAML path),
-`games`, `seed`, `max_plies`, and any rule field as an override. It reports
+`games`, `seed`, `max_plies`, `specialised` (true: the engine kernel compiled for these
+rules, about a fifth faster, after about 20 s of compilation the first time a machine meets
+them; default false), and any rule field as an override. It reports
 each seat's share of wins and mean finishing place, the mean game length,
 truncated games and the speed. Bad input exits with one line.
 """
@@ -20,7 +22,7 @@ from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.layout import OVER, PLACES
 from ludo_env.rules import Rules, RulesError
 
-RUN_KEYS = {"variant": "classic", "games": 10_000, "seed": 0, "max_plies": 10_000}
+RUN_KEYS = {"variant": "classic", "games": 10_000, "seed": 0, "max_plies": 10_000, "specialised": False}
 
 
 def parse(argv: list[str]) -> tuple[dict, dict]:
@@ -35,6 +37,8 @@ def parse(argv: list[str]) -> tuple[dict, dict]:
         lowest = 0 if key == "seed" else 1
         if not isinstance(run[key], int) or isinstance(run[key], bool) or run[key] < lowest:
             raise RulesError(f"{key}={run[key]!r} is not allowed: give an integer >= {lowest}")
+    if not isinstance(run["specialised"], bool):
+        raise RulesError(f"specialised={run['specialised']!r} is not allowed: give true or false")
     try:
         check_integers(run, {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES)})
     except UserError as err:
@@ -51,10 +55,10 @@ def main(argv: list[str]) -> int:
         return 2
     tab = compile_rules(rules)
     warm_states, warm_rng = new_batch(tab, 1, 0)
-    play_random(warm_states, tab, warm_rng)  # compile before timing
+    play_random(warm_states, tab, warm_rng, specialised=run["specialised"])  # compile before timing
     states, rng = new_batch(tab, run["games"], run["seed"])
     start = time.perf_counter()
-    moves = play_random(states, tab, rng, run["max_plies"])
+    moves = play_random(states, tab, rng, run["max_plies"], specialised=run["specialised"])
     elapsed = time.perf_counter() - start
     done = states[:, OVER] == 1
     places = states[done, PLACES : PLACES + rules.players]

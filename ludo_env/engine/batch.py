@@ -4,7 +4,8 @@ Every game in a batch is always either over or waiting for a decision with its
 die rolled: rolls that forfeit or have no legal move are resolved inside the
 kernels. `step_batch` applies one token choice per game; `play_random` plays
 whole games with uniformly random legal moves (the benchmark and the test
-workhorse).
+workhorse), with the generic kernel or, `specialised=True`, one compiled for
+its rules table (`specialised_play_random`).
 
 Fast-path contract: choices are not validated. A choice that is out of range or
 illegal is replaced by the mover's lowest legal token and the game's event word
