@@ -3,9 +3,9 @@
 RLlib's `PrioritizedEpisodeReplayBuffer` keeps whole episodes and builds each sampled transition in
 Python: a segment-tree walk, lookback-buffer reads through ``tree`` maps and a `SingleAgentEpisode`
 per item. On 2 cores that was 0.3-0.6 s per 256-transition batch, most of a DQN iteration (profile in
-``docs/training_throughput.md``). Here every stored step is one row of preallocated arrays (a ring of
-``capacity`` rows); a batch is drawn with one vectorised weighted draw, its n-step returns summed from
-consecutive rows, and only the 1-step episodes the learner connectors read are built.
+``docs/training.md``). Here every stored step is one row of preallocated arrays (a ring of
+``capacity`` rows); a batch is drawn with one vectorised weighted draw and its n-step returns summed
+from consecutive rows, and it goes to the learner as those columns (`ColumnReplayDQN`, below).
 
 What is sampled is what RLlib's buffer samples (Schaul et al. 2016, as RLlib implements it):
 transition ``(o_t, a_t, sum_k gamma^k r_(t+k), o_(t+n'), terminated)`` with ``n' = min(n_step, steps
@@ -36,8 +36,8 @@ from ray.rllib.core import ALL_MODULES
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
-from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
