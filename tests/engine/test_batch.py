@@ -109,7 +109,11 @@ def test_batch_games_place_the_losers_by_progress():
                 assert places[seat] == 2 + ahead
 
 
-@pytest.mark.parametrize("variant, overrides", [("pyludo", {}), ("classic", {"players": 2, "blockades": True})])
+@pytest.mark.parametrize("variant, overrides", [
+    ("pyludo", {}),
+    # A second table, other rules on and off; each table costs a compilation of about a minute in CI.
+    pytest.param("classic", {"players": 2, "blockades": True}, marks=pytest.mark.slow),
+])
 def test_the_specialised_kernel_plays_the_same_games_as_the_generic_one(variant, overrides):
     # Compiled for one table, the kernel must still be the rules' kernel: the same states, moves and dice used,
     # truncation included. Two tables with different rules on and off, so each gets its own compiled code.
