@@ -24,8 +24,8 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
-from launch.sampler import BatchedLudoEnvRunner
 from launch.replay import ColumnReplayDQN
+from launch.sampler import BatchedLudoEnvRunner
 from launch.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings

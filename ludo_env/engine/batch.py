@@ -127,7 +127,7 @@ def play_random(states: np.ndarray, tab: np.ndarray, rng: np.ndarray, max_plies:
     `max_plies` rolls is left as it is (``state[OVER] == 0``): truncated.
     `specialised` plays with a kernel compiled for this one rules table
     (`specialised_play_random`): the same games, about a fifth faster, after a
-    compilation of about 20 s the first time a machine meets the table.
+    compilation of about 17 s (a quiet core) the first time a machine meets the table.
     """
     moves = np.zeros(states.shape[0], dtype=np.int64)
     mask = np.zeros(MAX_TOKENS, dtype=np.int8)
