@@ -227,7 +227,10 @@ class DQNSettings(CheckedSettings):
     n_step: int = 3
     """n-step returns."""
     target_network_update_freq: int = 4000
-    """Env steps between target-network updates (seed 000: a target network)."""
+    """Sampled env steps between target-network updates (seed 000: a target network). RLlib checks it after each
+    update against the env steps sampled so far, which the batched sampler advances once per sample (16 decisions
+    for each of ``sampler.games`` games): at the defaults that is a sync every 8 updates; 32768 (every 64 updates)
+    did not train a stronger policy (docs/training.md)."""
     tau: float = 1.0
     """Target update mix; 1.0 copies."""
     replay: str = "prioritized"
