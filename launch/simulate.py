@@ -5,7 +5,7 @@
 
 Arguments are key=value: `variant` (a name in conf/variant or a YAML path),
 `games`, `seed`, `max_plies`, `specialised` (true: the engine kernel compiled for these
-rules, about a fifth faster, after about 14 s of compilation (a quiet core) the first time a machine meets
+rules, about a fifth faster, after about 10-14 s of compilation (a quiet core) the first time a machine meets
 them; default false), and any rule field as an override. It reports
 each seat's share of wins and mean finishing place, the mean game length,
 truncated games and the speed. Bad input exits with one line.
