@@ -2,18 +2,20 @@
 
 Why. The per-move kernels are inlined into their callers (`ludo_env.engine.jit`), and
 compiling one top-level kernel (``play_random``, ``step_batch``, a bot's ``choose_batch``)
-cost 40-50 s in a fresh process. A profile of ``play_random``'s first call (pyludo,
-2026-11-26) put three quarters of that in numba's ``InlineWorker.inline_ir``, in
+cost 27-50 s in a fresh process (several measurements on this machine). A profile of
+``play_random``'s first call (pyludo, 2026-11-26) put three quarters of that in numba's
+``InlineWorker.inline_ir``, in
 ``copy.deepcopy`` of the callee's IR: 126 inlined calls, 28 million ``deepcopy`` calls.
 numba deep-copies the callee block by block, each with its own memo, and every ``Var``
 copies the ``Scope`` it belongs to, which holds every variable of the function. So each
 block carries a full copy of the scope, and the work grows with blocks × variables, which
-nested inlining makes large. This is numba's known inlining cost (numba issue 8989; the
-same fix is proposed for numba-cuda, issue 688).
+nested inlining makes large. This is numba's known inlining cost (numba issue 8989;
+numba-cuda issue 688 proposes related fixes).
 
 What. While ``inline_ir`` copies a callee, all of that copy's blocks share one copy of its
 scope, as the blocks of a function that was never inlined share theirs. Everything else
-numba does is untouched: the same passes, the same renaming, the same generated code.
+numba does is untouched: the same passes and the same renaming, and the kernels compute
+the same (see Safety).
 ``python benchmarks/compile_time.py`` times first calls with an empty cache both ways, side
 by side in fresh processes (2-core machine, pyludo, medians of 2): ``play_random`` 26.9 s →
 10.5 s, the specialised kernel 28.9 s → 10.1 s, ``step_batch`` 15.0 s → 7.8 s; 2.5× in all.
@@ -62,7 +64,7 @@ def _scope_deepcopy(self, memo):
     if shared is not None and id(self) in shared:
         memo[id(self)] = shared[id(self)]
         return shared[id(self)]
-    out = ir.Scope.__new__(ir.Scope)
+    out = type(self).__new__(type(self))
     memo[id(self)] = out
     if shared is not None:
         shared[id(self)] = out
