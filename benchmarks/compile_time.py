@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 MEASURE = """
-import json, sys, time
+import json, time
 import numpy as np
 from ludo_env.engine import inline_copy
 inline_copy.ENABLED = {enabled}
@@ -37,19 +37,26 @@ from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random, 
 from ludo_env.rules import Rules
 
 tab = compile_rules(Rules.load({variant!r}))
-seconds = {{}}
-states, rng = new_batch(tab, 64, seed=0)
-start = time.perf_counter(); play_random(states, tab, rng, 60); seconds["play_random"] = time.perf_counter() - start
-states, rng = new_batch(tab, 64, seed=0)
-start = time.perf_counter(); play_random(states, tab, rng, 60, specialised=True)
-seconds["specialised"] = time.perf_counter() - start
-states, rng = new_batch(tab, 64, seed=0)
-masks, events = np.zeros((64, 4), dtype=np.int8), np.zeros(64, dtype=np.int32)
-start = time.perf_counter()
-legal_masks(states, tab, masks)
-step_batch(states, tab, rng, np.argmax(masks, axis=1), events, masks)
-seconds["step_batch"] = time.perf_counter() - start
-print(json.dumps(seconds))
+
+
+def first_call(play):
+    states, rng = new_batch(tab, 64, seed=0)
+    start = time.perf_counter()
+    play(states, rng)
+    return time.perf_counter() - start
+
+
+def one_step(states, rng):
+    masks, events = np.zeros((len(states), 4), dtype=np.int8), np.zeros(len(states), dtype=np.int32)
+    legal_masks(states, tab, masks)
+    step_batch(states, tab, rng, np.argmax(masks, axis=1), events, masks)
+
+
+print(json.dumps({{
+    "play_random": first_call(lambda states, rng: play_random(states, tab, rng, 60)),
+    "specialised": first_call(lambda states, rng: play_random(states, tab, rng, 60, specialised=True)),
+    "step_batch": first_call(one_step),
+}}))
 """
 KERNELS = ("play_random", "specialised", "step_batch")
 MODES = {"numba": False, "inline_copy": True}

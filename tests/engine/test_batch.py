@@ -111,8 +111,7 @@ def test_batch_games_place_the_losers_by_progress():
 
 @pytest.mark.parametrize("variant, overrides", [
     ("pyludo", {}),
-    # A second table, other rules on and off; each table costs a compilation of about a minute in CI.
-    pytest.param("classic", {"players": 2, "blockades": True}, marks=pytest.mark.slow),
+    ("classic", {"players": 2, "blockades": True}),  # a second table, other rules on and off
 ])
 def test_the_specialised_kernel_plays_the_same_games_as_the_generic_one(variant, overrides):
     # Compiled for one table, the kernel must still be the rules' kernel: the same states, moves and dice used,

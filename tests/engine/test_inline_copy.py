@@ -83,9 +83,14 @@ def test_a_kernel_computes_the_same_with_and_without_the_fix_and_copies_one_scop
 
 @pytest.mark.parametrize("missing", ["inline_ir", "scope_fields"])
 def test_a_numba_with_other_internals_is_left_as_it_is(monkeypatch, missing):
+    monkeypatch.delattr(ir.Scope, "__deepcopy__")  # numba as shipped, before install()
+    monkeypatch.setattr(inline_copy, "INSTALLED", False)
+    assert inline_copy._numba_is_as_read(), "the pinned numba is the one the module reads"
+    inline_ir = inline_closurecall.InlineWorker.inline_ir
     if missing == "inline_ir":
         monkeypatch.setattr(inline_copy, "_numba_inline_ir", lambda self, caller_ir, block, i: None)
     else:
         monkeypatch.setattr(ir.Scope, "__init__", lambda self, parent, loc: setattr(self, "parent", parent))
-    monkeypatch.setattr(inline_copy, "INSTALLED", False)
     assert inline_copy._numba_is_as_read() is False
+    assert inline_copy.install() is False
+    assert inline_closurecall.InlineWorker.inline_ir is inline_ir and "__deepcopy__" not in ir.Scope.__dict__
