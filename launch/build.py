@@ -259,7 +259,8 @@ def _ppo_heads(cfg: TrainConfig) -> dict[str, Any]:
 
 def _dqn_heads(cfg: TrainConfig) -> dict[str, Any]:
     algo = cfg.algo
-    return {"double_q": algo.double_q, "dueling": algo.dueling, "epsilon": epsilon_schedule(cfg)}
+    return {"double_q": algo.double_q, "dueling": algo.dueling, "epsilon": epsilon_schedule(cfg),
+            "num_atoms": algo.num_atoms, "v_min": algo.v_min, "v_max": algo.v_max}
 
 
 def _train_ppo(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
@@ -303,6 +304,9 @@ def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None
         train_batch_size_per_learner=algo.train_batch_size,
         double_q=algo.double_q,
         dueling=algo.dueling,
+        num_atoms=algo.num_atoms,
+        v_min=algo.v_min,
+        v_max=algo.v_max,
         n_step=algo.n_step,
         target_network_update_freq=algo.target_network_update_freq,
         tau=algo.tau,

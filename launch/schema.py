@@ -224,6 +224,15 @@ class DQNSettings(CheckedSettings):
     """Double Q-learning targets (seed 000)."""
     dueling: bool = True
     """Dueling value/advantage heads."""
+    num_atoms: int = 1
+    """Atoms of a distributional Q head (C51, Bellemare et al. 2017): each action's return is a categorical
+    distribution on `num_atoms` evenly spaced values from `v_min` to `v_max`, trained by cross-entropy to the
+    projected n-step target; 1: Q-values are expectations trained by `td_error_loss`."""
+    v_min: float = -2.0
+    """Lowest return the distributional head can represent (num_atoms > 1). With the potential reward a return
+    is the end pay (win 1, loss -1/3 at 4 players) minus the seat's progress lead (within [-1, 1])."""
+    v_max: float = 2.0
+    """Highest return the distributional head can represent (num_atoms > 1)."""
     n_step: int = 3
     """n-step returns."""
     target_network_update_freq: int = 4000
@@ -266,7 +275,7 @@ class DQNSettings(CheckedSettings):
 
     RANGES: ClassVar[dict[str, Range]] = {
         "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
-        "n_step": AT_LEAST_ONE,
+        "n_step": AT_LEAST_ONE, "num_atoms": AT_LEAST_ONE,
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
         "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": NON_NEGATIVE, "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
@@ -282,6 +291,9 @@ class DQNSettings(CheckedSettings):
         if self.train_batch_size > self.buffer_capacity:  # a batch is drawn from the buffer
             raise ValueError(f"{prefix}.train_batch_size={self.train_batch_size} is not allowed: give a number in "
                              f"[1, {prefix}.buffer_capacity={self.buffer_capacity}]")
+        if self.num_atoms > 1 and not self.v_min < self.v_max:
+            raise ValueError(f"{prefix}.v_min={self.v_min:g} and {prefix}.v_max={self.v_max:g} are not allowed: "
+                             f"a distributional head (num_atoms={self.num_atoms}) needs v_min < v_max")
 
 
 @dataclass

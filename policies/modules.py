@@ -59,7 +59,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import ATOMS, QF_LOGITS, QF_PREDS, QF_PROBS
 from ray.rllib.algorithms.dqn.dqn_catalog import DQNCatalog
 from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
 from ray.rllib.algorithms.ppo.ppo_catalog import PPOCatalog
@@ -154,8 +154,8 @@ class _NetsOnObservations:
     def _action_head_config(self, output_dim: int):
         return self.network.head_config(self.latent_dims, output_dim, actions=int(self.action_space.n))
 
-    def _value_head_config(self):
-        return self.network.head_config(self.latent_dims, 1)
+    def _value_head_config(self, outputs: int = 1):
+        return self.network.head_config(self.latent_dims, outputs)
 
 
 class MaskedPPOCatalog(_NetsOnObservations, PPOCatalog):
@@ -177,13 +177,18 @@ class MaskedPPOCatalog(_NetsOnObservations, PPOCatalog):
 
 
 class MaskedDQNCatalog(_NetsOnObservations, DQNCatalog):
-    """DQN's catalog, nets on the ``"observations"`` entry (dueling, distributional, double-Q as configured)."""
+    """DQN's catalog, nets on the ``"observations"`` entry (dueling, distributional, double-Q as configured).
+
+    A distributional dueling value head has one output per atom (`MaskedDQNTorchRLModule`); RLlib's has one.
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.network is not None:
             self.af_head_config = self._action_head_config(int(self.action_space.n * self.num_atoms))
-            self.vf_head_config = self._value_head_config()
+            self.vf_head_config = self._value_head_config(self.num_atoms)
+        elif self.num_atoms > 1:
+            self.vf_head_config = self._get_head_config(output_layer_dim=self.num_atoms)
 
 
 def _catalog_for(catalog_class: type | None, stock: type, masked: type) -> type:
@@ -265,6 +270,13 @@ class MaskedDQNTorchRLModule(DefaultDQNTorchRLModule):
     goes through `_qf_forward_helper`, so masking its output covers greedy actions
     and bootstrap targets. With dueling, the mask is applied to the final
     ``V + A - mean(A)``, so the head trains exactly as RLlib's own.
+
+    Distributional (``num_atoms > 1``): RLlib's learner reads the atoms' logits and
+    probabilities and the masked expected Q-values (which pick the greedy and the
+    bootstrap actions). With dueling, the logits of action a on atom i are
+    ``V_i + A_(a,i) - mean_b A_(b,i)`` (Wang et al. 2016 per atom, as in Rainbow).
+    RLlib 2.60's own distributional dueling adds one scalar V to every logit of a
+    state, which a softmax cancels: its value head never learns.
     """
 
     def __init__(self, *args, catalog_class=None, model_config=None, **kwargs):
@@ -277,8 +289,24 @@ class MaskedDQNTorchRLModule(DefaultDQNTorchRLModule):
 
     def _qf_forward_helper(self, batch, encoder, head):
         net_batch, action_mask = split_observation(batch)
-        out = super()._qf_forward_helper(net_batch, encoder, head)
+        if self.num_atoms > 1 and self.uses_dueling:
+            out = self._dueling_distribution(net_batch, encoder, head)
+        else:
+            out = super()._qf_forward_helper(net_batch, encoder, head)
         out[QF_PREDS] = mask_illegal(out[QF_PREDS], action_mask, DQN_ILLEGAL_Q)
+        return out
+
+    def _dueling_distribution(self, batch, encoder, head) -> dict:
+        encoder_outs = encoder(batch)
+        latent = encoder_outs[ENCODER_OUT]
+        advantages = self.compute_advantage_distribution(head["af"](latent))
+        values = head["vf"](latent).unsqueeze(-2)  # (..., 1, atoms): one value distribution per state
+        logits = values + advantages["logits"] - advantages["logits"].mean(dim=-2, keepdim=True)
+        probs = torch.softmax(logits, dim=-1)
+        atoms = advantages[ATOMS]
+        out = {ATOMS: atoms, QF_LOGITS: logits, QF_PROBS: probs, QF_PREDS: (probs * atoms).sum(dim=-1)}
+        if Columns.STATE_OUT in encoder_outs:
+            out[Columns.STATE_OUT] = encoder_outs[Columns.STATE_OUT]
         return out
 
     def _forward_exploration(self, batch, t: int = 0, **kwargs):
