@@ -7,7 +7,7 @@
 Arguments (``conf/export.yaml``, typed by `ExportConfig`): ``ckpt`` is a
 training run folder (its newest checkpoint), a checkpoint folder or a policy
 folder (``policy.json`` + ``weights.pt``, `policies.checkpoints`); PPO and DQN
-policies are both exported, dueling and double-Q DQN included. ``format`` is
+policies are both exported, dueling, double-Q and distributional DQN included. ``format`` is
 ``torchscript`` or ``onnx`` (left out: read from the suffix of ``out``, .onnx
 or .pt). ``out`` is the model file; the metadata goes next to it as
 ``<out>.json``. ``check`` (default 1000) plays that many positions from random
@@ -29,7 +29,9 @@ One function of two inputs, batched along the first axis (any batch size ``B``):
 ``scores``       float32 ``(B, 4)``         the output: one score per token, ``-inf`` for every
                                             illegal token; PPO: the policy's logits (softmax over
                                             the legal ones gives its move probabilities); DQN: the
-                                            Q-values (dueling: ``V + A - mean(A)``)
+                                            Q-values (dueling: ``V + A - mean(A)``; with
+                                            ``num_atoms`` > 1 in the metadata, each is the mean of
+                                            the action's return distribution)
 ===============  =========================  ======================================================
 
 The greedy move, the one the platform plays with this policy (``ckpt:`` players,

@@ -130,6 +130,7 @@ def _bound(value: float | None) -> str:
 
 
 POSITIVE = Range(0, low_open=True)
+MAX_ATOMS = 256
 NON_NEGATIVE = Range(0)
 AT_LEAST_ONE = Range(1)
 SHARE = Range(0, 1)
@@ -167,7 +168,7 @@ class PPOSettings(CheckedSettings):
     """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
     schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
     gamma: float = 0.99
-    """Discount per decision of the same seat."""
+    """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
     gae_lambda: float = 0.95
     """GAE lambda."""
     train_batch_size: int = 8192
@@ -217,7 +218,7 @@ class DQNSettings(CheckedSettings):
     """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
     schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
     gamma: float = 0.99
-    """Discount per decision of the same seat."""
+    """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
     train_batch_size: int = 256
     """Transitions per learner update, per learner."""
     double_q: bool = True
@@ -227,7 +228,9 @@ class DQNSettings(CheckedSettings):
     num_atoms: int = 1
     """Atoms of a distributional Q head (C51, Bellemare et al. 2017): each action's return is a categorical
     distribution on `num_atoms` evenly spaced values from `v_min` to `v_max`, trained by cross-entropy to the
-    projected n-step target; 1: Q-values are expectations trained by `td_error_loss`."""
+    projected n-step target; 1: Q-values are expectations trained by `td_error_loss`. At most 256: RLlib's
+    projection holds a batch x atoms x atoms one-hot. On classic it learned far slower than expected Q-values
+    (docs/training.md)."""
     v_min: float = -2.0
     """Lowest return the distributional head can represent (num_atoms > 1). With the potential reward a return
     is the end pay (win 1, loss -1/3 at 4 players) minus the seat's progress lead (within [-1, 1])."""
@@ -275,7 +278,7 @@ class DQNSettings(CheckedSettings):
 
     RANGES: ClassVar[dict[str, Range]] = {
         "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
-        "n_step": AT_LEAST_ONE, "num_atoms": AT_LEAST_ONE,
+        "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(), "v_max": Range(),
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
         "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": NON_NEGATIVE, "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
@@ -593,6 +596,11 @@ def check(cfg: TrainConfig) -> None:
         raise ValueError(f"sampler.name={cfg.sampler.name!r} is not allowed: choose {' or '.join(SAMPLERS)}")
     Range(1, MAX_SAMPLER_GAMES).check("sampler.games", cfg.sampler.games)
     check_budget(cfg.budget)
+    if (cfg.reward.kind == "potential" and isinstance(cfg.algo, (PPOSettings, DQNSettings))
+            and cfg.reward.gamma != cfg.algo.gamma):
+        raise ValueError(f"reward.gamma={cfg.reward.gamma:g} is not allowed with algo.gamma={cfg.algo.gamma:g}: "
+                         f"potential shaping keeps the best policy only at the learner's discount; "
+                         f"set reward.gamma={cfg.algo.gamma:g}")
     if getattr(cfg.algo, "lr_end", None) is not None and not cfg.budget.env_steps:
         raise ValueError(f"algo.lr_end={cfg.algo.lr_end!r} needs budget.env_steps, where its decay ends: "
                          "set budget.env_steps or algo.lr_end=null")

@@ -20,7 +20,8 @@ Three kinds (``conf/reward/<kind>.yaml``, schema `RewardConfig`):
     game is over. The discounted sum over a game is
     ``coef * (gamma**N * 0 - phi(s_0)) = -coef * phi(s_0)`` whatever is played,
     so the optimal policy is unchanged (Ng, Harada and Russell, 1999); set
-    ``gamma`` to the learner's discount.
+    ``gamma`` to the learner's discount (`launch/train.py` refuses PPO and DQN
+    runs where the two differ).
 
 A truncated game (turn limit) pays no end reward. A seat's shaping accrues
 between its decisions and is paid with its next observation or at the end.

@@ -58,13 +58,13 @@ class ModuleAlgorithm:
     policy_prior: bool
     """Its scores are a policy's logits, so MCTS can use them as its prior."""
     exported_config: tuple[str, ...] = field(default=())
-    """model_config keys an exported model's metadata repeats (a DQN's ``dueling``)."""
+    """model_config keys an exported model's metadata repeats (a DQN's ``dueling`` and ``num_atoms``)."""
 
 
 REGISTRY: dict[str, ModuleAlgorithm] = {a.name: a for a in (
     ModuleAlgorithm("ppo", PPOConfig, _logits, "logits", "PPO logits", _critic, policy_prior=True),
     ModuleAlgorithm("dqn", DQNConfig, _q_values, "q_values", "DQN Q-values", _best_q, policy_prior=False,
-                    exported_config=("dueling",)),
+                    exported_config=("dueling", "num_atoms")),
 )}
 
 

@@ -38,8 +38,11 @@ POLICIES = {
     "ppo-token_set": ("ppo", SMALL_TOKEN_SET),
     "dqn-mlp": ("dqn", SMALL_MLP),
     "dqn-token_set-attention-plain": ("dqn", {**SMALL_TOKEN_SET, "pooling": "attention", "attention_heads": 2}),
+    "dqn-token_set-c51": ("dqn", SMALL_TOKEN_SET),
+    "dqn-mlp-c51-plain": ("dqn", SMALL_MLP),
 }
-DUELING = {"dqn-mlp"}  # the other DQN is a plain Q head
+DUELING = {"dqn-mlp", "dqn-token_set-c51"}  # the other DQN is a plain Q head
+ATOMS = {"dqn-token_set-c51": 11, "dqn-mlp-c51-plain": 51}  # distributional; its scores are the expected Q-values
 
 
 def random_game_positions(players: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +89,8 @@ def policies(tmp_path_factory):
     for i, (name, (kind, network)) in enumerate(POLICIES.items()):
         model_config = {"obs": "egocentric", "variant": "classic", "players": 4, "network": network}
         if kind == "dqn":
-            model_config |= {"dueling": name in DUELING, "double_q": True}
+            model_config |= {"dueling": name in DUELING, "double_q": True, "num_atoms": ATOMS.get(name, 1),
+                             "v_min": -2.0, "v_max": 2.0}
         torch.manual_seed(i)
         module = module_spec(kind, observation_space("egocentric"), ACTION_SPACE, model_config).build()
         folders[name] = write_policy(root / name, kind, model_config, module.state_dict())
@@ -160,6 +164,7 @@ def test_the_metadata_describes_the_model_inputs_and_outputs(policies, tmp_path)
     assert sidecar_path(out) == tmp_path / "agent.onnx.json"
     assert meta["model"]["file"] == "agent.onnx" and meta["model"]["format"] == "onnx" and meta["model"]["opset"]
     assert meta["policy"]["kind"] == "dqn" and meta["policy"]["scores"] == "q_values" and meta["policy"]["dueling"]
+    assert meta["policy"]["num_atoms"] == 1
     assert meta["rules"] == {"variant": "classic", "players": 4}
     assert meta["observations"]["encoder"] == "egocentric" and meta["observations"]["obs_dim"] == 176
     assert meta["observations"]["feature_names"] == feature_names("egocentric")

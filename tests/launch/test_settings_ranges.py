@@ -40,6 +40,9 @@ BAD = [
     (DQN, "algo.train_batch_size=0", "give a number >= 1"),
     (DQN, "algo.train_batch_size=300000", "give a number in [1, algo.buffer_capacity="),
     (DQN, "algo.n_step=0", "give a number >= 1"),
+    (DQN, "algo.num_atoms=0", "give a number in [1, 256]"),
+    (DQN, "algo.num_atoms=1000", "give a number in [1, 256]"),
+    (DQN, "algo.v_min=-inf", "give a finite number"),
     (DQN, "algo.target_network_update_freq=0", "give a number >= 1"),
     (DQN, "algo.tau=0", "give a number in (0, 1]"),
     (DQN, "algo.tau=2", "give a number in (0, 1]"),
@@ -92,6 +95,21 @@ def test_every_numeric_and_named_setting_of_an_algorithm_has_a_range_or_choices(
             assert f.name in schema.RANGES, f"{algo}: algo.{f.name} has no range"
         elif args == {str} and algo in ("ppo", "dqn"):
             assert f.name in schema.CHOICES, f"{algo}: algo.{f.name} has no choices"
+
+
+def test_a_distributional_head_needs_v_min_below_v_max():
+    with pytest.raises(ValueError, match=r"^algo.v_min=2 and algo.v_max=2 are not allowed: a distributional head "
+                                         r"\(num_atoms=51\) needs v_min < v_max$"):
+        train_config(DQN, "algo.num_atoms=51", "algo.v_min=2")
+    assert train_config(DQN, "algo.v_min=2").algo.num_atoms == 1  # unused without atoms
+
+
+@pytest.mark.parametrize("exp", [PPO, DQN])
+def test_potential_shaping_at_another_discount_than_the_learners_is_refused(exp):
+    with pytest.raises(ValueError, match=r"^reward.gamma=0.99 is not allowed with algo.gamma=0.997: .*"
+                                         r"set reward.gamma=0.997$"):
+        train_config(exp, "algo.gamma=0.997")
+    assert train_config(exp, "algo.gamma=0.997", "reward.gamma=0.997").reward.gamma == 0.997
 
 
 def test_the_defaults_of_every_experiment_pass():

@@ -14,7 +14,9 @@ from launch import build
 from launch.cli import UserError, compose
 from launch.runs import RunDir, RunState, merge_overrides
 from launch.schema import RLLIB_ALGOS
+from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
+from policies.modules import module_spec
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,6 +57,16 @@ def test_dqn_samples_into_a_prioritized_episode_buffer_with_alpha_and_beta(sampl
     main = build.main_model_config(cfg)
     assert main["epsilon"][0] == (0, 1.0) and main["dueling"] is True
     assert build.snapshot_model_config(cfg)["epsilon"] == [(0, build.SNAPSHOT_EPSILON)]
+
+
+def test_a_distributional_head_reaches_the_learner_and_every_module_of_the_league():
+    cfg = config("+exp=dqn_selfplay", "algo.num_atoms=21", "algo.v_min=-1.5", "algo.v_max=2.5")
+    algo_config = build.build_algorithm_config(cfg)
+    assert (algo_config.num_atoms, algo_config.v_min, algo_config.v_max) == (21, -1.5, 2.5)  # the learner's loss
+    for model_config in (build.main_model_config(cfg), build.snapshot_model_config(cfg)):  # snapshots copy main
+        assert (model_config["num_atoms"], model_config["v_min"], model_config["v_max"]) == (21, -1.5, 2.5)
+    module = module_spec("dqn", observation_space(cfg.obs.name), ACTION_SPACE, build.main_model_config(cfg)).build()
+    assert module.af.net[-1].out_features == 21 and module.vf.net[-1].out_features == 21  # per token; per atom
 
 
 def test_config_groups_reach_the_modules_and_the_env():

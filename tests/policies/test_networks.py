@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.core.rl_module.rl_module import RLModule
 from torch import nn
 
@@ -87,6 +88,27 @@ def test_distributional_dqn_builds_on_the_token_set():
     features, masks = engine_decisions(games=8)
     module = build("dqn", SMALL_TOKEN_SET, num_atoms=5)
     assert_masked(scores(module, "dqn", batch_of(features, masks)), masks, float("-inf"))
+
+
+@pytest.mark.parametrize("network", [SMALL_TOKEN_SET, {"kind": "mlp", "hidden": [32]}, None], ids=["token_set", "mlp", "rllib"])
+def test_distributional_dueling_adds_a_value_distribution_per_atom_and_its_value_head_learns(network):
+    atoms = 5
+    features, masks = engine_decisions(games=8)
+    module = build("dqn", network, num_atoms=atoms, v_min=-2.0, v_max=2.0, dueling=True)
+    out = module.compute_q_values(batch_of(features, masks))
+    latent = module.encoder({Columns.OBS: torch.as_tensor(features)})[ENCODER_OUT]
+    advantages = module.af(latent).reshape(len(features), 4, atoms)
+    values = module.vf(latent)
+    assert values.shape == (len(features), atoms)
+    torch.testing.assert_close(out["qf_logits"], values[:, None, :] + advantages - advantages.mean(dim=1, keepdim=True))
+    torch.testing.assert_close(out["qf_probs"].sum(dim=-1), torch.ones(len(features), 4))
+    expected_q = (out["qf_probs"] * torch.linspace(-2.0, 2.0, atoms)).sum(dim=-1)
+    legal = torch.as_tensor(masks) > 0
+    torch.testing.assert_close(out["qf_preds"][legal], expected_q[legal])
+    assert_masked(out["qf_preds"].detach(), masks, float("-inf"))
+    # The learner's cross-entropy on a taken action's atoms reaches the value head (RLlib's own does not).
+    out["qf_logits"].log_softmax(dim=-1)[:, 0, 0].mean().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in module.vf.parameters())
 
 
 def test_the_network_key_is_stored_as_every_field_and_its_absence_keeps_rllibs_default_nets():
