@@ -12,6 +12,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from policies.league.store import LeagueStore
@@ -89,6 +90,24 @@ def test_smoke_dqn_trains_main_on_column_batches_from_its_replay(tmp_path):
     assert rows[0]["lr"] > rows[1]["lr"] >= 1e-4  # the decay over budget.env_steps
     assert json.loads((Path(summary["policy"]) / "policy.json").read_text())["kind"] == "dqn"
     assert (run_dir / "best" / "policy" / "weights.pt").is_file()
+
+
+def test_a_distributional_dqn_trains_through_the_column_updates_and_its_policy_plays(tmp_path):
+    from ludo_env.observations import encode
+    from policies.modules import load_checkpoint_player
+    from tests.positions import mid_game_positions
+
+    run_dir = tmp_path / "run"
+    proc = train(run_dir, "+exp=smoke_dqn", "algo.num_atoms=11", "budget.env_steps=4096", "eval.final_games=0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = metrics(run_dir)
+    assert len(rows) == 2 and all(row["loss"] > 0 and row["q_mean"] is not None for row in rows)  # cross-entropy
+    policy = Path(json.loads((run_dir / "summary.json").read_text())["policy"])
+    assert json.loads((policy / "policy.json").read_text())["model_config"]["num_atoms"] == 11
+    player = load_checkpoint_player(policy)
+    states, tab, masks = mid_game_positions(4, games=16, plies=60, seed=5, walker_seed=2)
+    moves = player.act(encode(player.obs, states, tab), masks.astype(np.float32))
+    assert (masks[np.arange(len(masks)), moves] == 1).all()
 
 
 def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
