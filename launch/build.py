@@ -24,6 +24,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
+from launch.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
 from launch.replay import ColumnReplayDQN
 from launch.sampler import BatchedLudoEnvRunner
 from launch.schema import TrainConfig, parse_gpus
@@ -318,6 +319,9 @@ def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None
         grad_clip=algo.grad_clip,
         store_buffer_in_checkpoints=algo.store_buffer_in_checkpoints,
     )
+    if algo.advantage_learning > 0:
+        config.learners(learner_class=AdvantageLearningDQNLearner,
+                        learner_config_dict={ADVANTAGE_LEARNING: algo.advantage_learning})
     config.reporting(min_sample_timesteps_per_iteration=algo.steps_per_iteration)
 
 

@@ -238,6 +238,10 @@ class DQNSettings(CheckedSettings):
     """Highest return the distributional head can represent (num_atoms > 1)."""
     n_step: int = 3
     """n-step returns."""
+    advantage_learning: float = 0.0
+    """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/dqn_learner.py): the target of
+    Q(s, a) loses alpha * (max_b Q'(s, b) - Q'(s, a)), which widens the gaps between actions by 1 / (1 - alpha)
+    and keeps the greedy policy; 0: RLlib's own loss."""
     target_network_update_freq: int = 4000
     """Sampled env steps between target-network updates (seed 000: a target network). RLlib checks it after each
     update against the env steps sampled so far, which the batched sampler advances once per sample (16 decisions
@@ -279,6 +283,7 @@ class DQNSettings(CheckedSettings):
     RANGES: ClassVar[dict[str, Range]] = {
         "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
         "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(), "v_max": Range(),
+        "advantage_learning": Range(0, 1, high_open=True),
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
         "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": NON_NEGATIVE, "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
