@@ -43,6 +43,8 @@ BAD = [
     (DQN, "algo.num_atoms=0", "give a number in [1, 256]"),
     (DQN, "algo.num_atoms=1000", "give a number in [1, 256]"),
     (DQN, "algo.v_min=-inf", "give a finite number"),
+    (DQN, "algo.advantage_learning=1", "give a number in [0, 1)"),
+    (DQN, "algo.advantage_learning=-0.1", "give a number in [0, 1)"),
     (DQN, "algo.target_network_update_freq=0", "give a number >= 1"),
     (DQN, "algo.tau=0", "give a number in (0, 1]"),
     (DQN, "algo.tau=2", "give a number in (0, 1]"),
