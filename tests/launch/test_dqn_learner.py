@@ -48,11 +48,12 @@ def transitions(obs: str, seed: int = 0) -> dict:
     }
 
 
-def test_the_learner_is_rllibs_own_unless_advantage_learning_is_on():
-    assert algorithm_config()[1].learner_class is not AdvantageLearningDQNLearner
-    _, config = algorithm_config(f"algo.advantage_learning={ALPHA}")
+def test_advantage_learning_is_on_by_default_and_alpha_0_is_rllibs_own_learner():
+    _, config = algorithm_config()
     assert config.learner_class is AdvantageLearningDQNLearner
-    assert config.learner_config_dict["advantage_learning"] == ALPHA
+    assert config.learner_config_dict["advantage_learning"] == 0.9
+    _, config = algorithm_config("algo.advantage_learning=0")
+    assert config.learner_class is DQNTorchLearner
 
 
 @pytest.mark.parametrize("atoms", [1, 11])
