@@ -153,18 +153,24 @@ def _seat_block(state, tab, seat, out):
 
 
 @kernel
+def seat_blocks(state, tab, blocks):
+    """Every seat's block of one position (`lead` included) into ``blocks[seat, :SEAT_FEATURES]``."""
+    players = tab[R_PLAYERS]
+    for seat in range(players):
+        _seat_block(state, tab, seat, blocks[seat])
+    for seat in range(players):
+        best = -1.0
+        for other in range(players):
+            if other != seat and blocks[other, F_PROGRESS] > best:
+                best = blocks[other, F_PROGRESS]
+        blocks[seat, F_LEAD] = blocks[seat, F_PROGRESS] - best
+
+
+@kernel
 def _seat_features(states, tab, blocks, out):
     players = tab[R_PLAYERS]
     for n in range(states.shape[0]):
-        state = states[n]
-        for seat in range(players):
-            _seat_block(state, tab, seat, blocks[seat])
-        for seat in range(players):
-            best = -1.0
-            for other in range(players):
-                if other != seat and blocks[other, F_PROGRESS] > best:
-                    best = blocks[other, F_PROGRESS]
-            blocks[seat, F_LEAD] = blocks[seat, F_PROGRESS] - best
+        seat_blocks(states[n], tab, blocks)
         for viewer in range(MAX_PLAYERS):
             for k in range(out.shape[2]):
                 out[n, viewer, k] = 0.0

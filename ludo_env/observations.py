@@ -58,10 +58,16 @@ names every column.
     enemy start, can move; is on an enemy start, is on the safe strip, is in a
     non-danger zone, is on a globe, is on a star.
 
+``afterstates`` (450 floats): for each of the mover's tokens, the
+    `ludo_env.afterstate_features` blocks of every seat of the position its
+    move leads to, and a legal flag; then the die and the same blocks of the
+    position now (`ludo_env.afterstate_observation`, which documents every
+    column).
+
 Token layout: `token_layout(name)` says which columns belong to each of the
 mover's tokens, to each opponent token and to the global features, for the
-encoders built of per-token blocks (`TOKEN_ENCODERS`: egocentric and
-seed001_flags60); it reads the blocks off `feature_names` (``own{t}.<feature>``,
+encoders built of per-token blocks (`TOKEN_ENCODERS`: egocentric,
+seed001_flags60 and afterstates); it reads the blocks off `feature_names` (``own{t}.<feature>``,
 ``opp{r}.tok{t}.<feature>``), so it cannot drift from the encoder. The
 token-set network (`policies.networks`) is built on it.
 
@@ -81,6 +87,8 @@ from typing import Callable
 
 import numpy as np
 
+from ludo_env.afterstate_observation import SIZE as AFTERSTATES_SIZE
+from ludo_env.afterstate_observation import afterstate_names, afterstates_kernel
 from ludo_env.engine.frame import view_from
 from ludo_env.engine.jit import jit, kernel
 from ludo_env.engine.kernels import board_square, legal_mask, move_outcome, token_index
@@ -407,6 +415,7 @@ REGISTRY: dict[str, Encoder] = {e.name: e for e in (
     Encoder("seed000_raw62", 62, _raw62, tuple(_raw62_names()), token_blocks=False),
     Encoder("seed000_enc128", 128, _enc128, tuple(_enc128_names()), token_blocks=False),
     Encoder("seed001_flags60", 60, _flags60, tuple(_flags60_names()), token_blocks=True),
+    Encoder("afterstates", AFTERSTATES_SIZE, afterstates_kernel, tuple(afterstate_names()), token_blocks=True),
 )}
 ENCODERS = tuple(REGISTRY)
 OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
@@ -415,8 +424,8 @@ OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
 TOKEN_ENCODERS = tuple(name for name, e in REGISTRY.items() if e.token_blocks)
 # The numba dispatch below switches on these ids (numba cannot call a kernel picked from a Python dict).
 _ID = {name: i for i, name in enumerate(ENCODERS)}
-EGOCENTRIC, RAW62, ENC128, FLAGS60 = (_ID[n] for n in ("egocentric", "seed000_raw62", "seed000_enc128",
-                                                        "seed001_flags60"))
+EGOCENTRIC, RAW62, ENC128, FLAGS60, AFTERSTATES = (_ID[n] for n in (
+    "egocentric", "seed000_raw62", "seed000_enc128", "seed001_flags60", "afterstates"))
 
 
 def encoder(name: str) -> Encoder:
@@ -458,6 +467,8 @@ def _encode_batch(encoder_id, states, tab, out):
             _enc128(states[b], tab, view, mask, out[b])
         elif encoder_id == FLAGS60:
             _flags60(states[b], tab, view, mask, out[b])
+        elif encoder_id == AFTERSTATES:
+            afterstates_kernel(states[b], tab, view, mask, out[b])
         else:  # registered but not wired in here: fail, never encode as another encoder
             raise ValueError("observation encoder registered without a branch in _encode_batch")
 
