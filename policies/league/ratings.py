@@ -10,11 +10,19 @@ and the finishing place of each seat, 1 first (ties share a place).
 * `head_to_head`: for each ordered pair (a, b) that met, the games where a
   finished ahead of b and the games both played; ``a`` beat ``b`` in a
   4-player game when it placed better, whoever won the game.
+* `field_scores`: for each competitor, the share of its opponents it finished
+  ahead of, per game, averaged over its games, with a 95% interval. Unlike
+  openskill's ratings, which forget old games at a fixed rate (each update adds
+  its ``tau`` to sigma, so sigma stays near 1.6 however many games are played
+  and mu wanders by about that much from round to round), it weighs every game
+  the same: in a round robin, where everyone meets the same field, it is the
+  steadier order.
 * `PFSP_WEIGHTINGS`: prioritized fictitious self-play (AlphaStar): weight an
   opponent by f(x), x = the learner's chance to finish ahead of it.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
@@ -66,6 +74,26 @@ def head_to_head(games: Iterable[Game]) -> dict[tuple[Hashable, Hashable], tuple
                     met[a, b] += 1
                     ahead[a, b] += int(places[i] < places[j])
     return {pair: (ahead[pair], n) for pair, n in met.items()}
+
+
+def field_scores(games: Iterable[Game]) -> dict[Hashable, tuple[float, float, int]]:
+    """``{competitor: (mean score, half-width of its normal 95% interval, games)}``.
+
+    A game's score is the share of the other seats the competitor finished ahead of (a tie is not ahead),
+    so 1 for a win in any game and 0 for last place; games are independent, so the interval is the mean's.
+    """
+    scores: dict[Hashable, list[float]] = defaultdict(list)
+    for competitors, places in games:
+        others = len(competitors) - 1
+        for i, key in enumerate(competitors):
+            scores[key].append(sum(places[i] < places[j] for j in range(len(competitors)) if j != i) / others)
+    result = {}
+    for key, values in scores.items():
+        n = len(values)
+        mean = sum(values) / n
+        variance = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else math.inf
+        result[key] = (mean, 1.96 * math.sqrt(variance / n), n)
+    return result
 
 
 def ahead_rate(record: tuple[int, int] | None, prior_games: float = 2.0) -> float:

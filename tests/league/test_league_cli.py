@@ -14,7 +14,8 @@ from tests.league.tiny_policy import write_tiny_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ("random", "fast", "hybrid")
-ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(main|snapshot|bot|external)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(\S+)")
+ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(main|snapshot|bot|external)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(\S+)"
+                 r"\s+(-|[\d.]+% ± [\d.]+ \([\d,]+\))")
 
 
 def league_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -23,16 +24,16 @@ def league_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 def standings(stdout: str) -> dict[str, dict]:
-    """The standings table: member name -> its row (place, kind, mu, sigma, ordinal, vs random)."""
+    """The standings table: member name -> its row (place, kind, mu, sigma, ordinal, vs random, ahead of field)."""
     lines = stdout.strip().splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "member"])
     rows = {}
     for line in lines[header + 1:]:
         match = ROW.match(line)
         assert match, f"not a standings row: {line!r}"
-        place, name, kind, mu, sigma, ordinal, vs_random = match.groups()
+        place, name, kind, mu, sigma, ordinal, vs_random, ahead = match.groups()
         rows[name] = {"place": int(place), "kind": kind, "mu": float(mu), "sigma": float(sigma),
-                      "ordinal": float(ordinal), "vs_random": vs_random}
+                      "ordinal": float(ordinal), "vs_random": vs_random, "ahead": ahead}
     return rows
 
 
@@ -49,7 +50,7 @@ def test_add_play_and_show_a_league(tmp_path, run_policy):
     added = league_cli("add", str(run_policy), f"league={db}", "panel_games=12")
     assert added.returncode == 0, added.stderr
     assert f"added run@7 (ckpt:{run_policy.resolve()})" in added.stdout
-    assert list(standings(added.stdout)) == ["run@7"]
+    assert list(standings(added.stdout)) == ["run@7"] and standings(added.stdout)["run@7"]["ahead"] == "-"
     with LeagueStore.open(db, read_only=True) as store:
         [member] = store.members()
         assert (member.name, member.kind, member.spec) == ("run@7", "external", f"ckpt:{run_policy.resolve()}")
@@ -94,6 +95,9 @@ def test_add_play_and_show_a_league(tmp_path, run_policy):
             assert member.mu != pytest.approx(mu0)
             assert member.panel is not None and row["vs_random"].endswith("%")  # the bots got their panel too
             assert row["vs_random"] == f"{100 * member.panel['random']['win_rate']:.1f}%"
+            # ahead of field: per game, the share of the other three it finished ahead of, over its 8 games
+            scores = [sum(m.places[m.seats.index(member.id)] < p for p in m.places) / 3 for m in matches]
+            assert row["ahead"].startswith(f"{100 * sum(scores) / 8:.1f}% ± ") and row["ahead"].endswith(" (8)")
         assert len([h for h in store.rating_history() if h["round_id"] == round_["id"]]) == 4
     # show changed nothing
     with LeagueStore.open(db, read_only=True) as store:
