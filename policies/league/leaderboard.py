@@ -8,7 +8,11 @@
 ``active``) by openskill's conservative rating, ``ordinal = mu - 3 sigma``,
 so a member that has played little (large sigma) does not top the table on
 a lucky start. Its columns are `COLUMNS`: ``games`` counts the rated matches
-the member sat in; ``win_rate_vs_random`` is its greedy win rate against
+the member sat in; ``ahead_of_field`` its score against the field over them
+(`policies.league.ratings.field_scores`: the share of its opponents it
+finished ahead of, per game; None before its first game), the steadier order
+after round robins, since openskill's ratings follow the latest games;
+``win_rate_vs_random`` is its greedy win rate against
 ``players - 1`` random bots from its panel evaluation (None when it was
 never evaluated, such as the bots themselves).
 
@@ -38,11 +42,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.league.ratings import head_to_head
+from policies.league.ratings import field_scores, head_to_head
 from policies.league.store import LeagueStore, Match, Member
 
-COLUMNS = ("rank", "name", "kind", "mu", "sigma", "ordinal", "games", "win_rate_vs_random", "iteration",
-           "active")
+COLUMNS = ("rank", "name", "kind", "mu", "sigma", "ordinal", "games", "ahead_of_field", "win_rate_vs_random",
+           "iteration", "active")
 PANEL_BASELINE = "random"
 EVAL_PREFIX = "eval/win_rate_vs_"
 MISSING = "\u2013"  # an en dash: a cell with no value
@@ -85,9 +89,11 @@ def _ranking(league: _League) -> list[dict[str, Any]]:
     played: Counter = Counter()
     for match in league.matches:
         played.update(set(match.seats))  # a member is counted once per game, whatever seats it held
+    scores = field_scores((m.seats, m.places) for m in league.matches)
     rows = []
     for rank, member in enumerate(league.members, start=1):
         panel = _panel_entry(member)
+        score = scores.get(member.id)
         rows.append({
             "rank": rank,
             "name": member.name,
@@ -96,6 +102,7 @@ def _ranking(league: _League) -> list[dict[str, Any]]:
             "sigma": member.sigma,
             "ordinal": member.ordinal,
             "games": played.get(member.id, 0),
+            "ahead_of_field": None if score is None else score[0],
             "win_rate_vs_random": None if panel is None else float(panel["win_rate"]),
             "iteration": member.iteration,
             "active": member.active,
@@ -262,6 +269,10 @@ def _number(value: float | None, digits: int = 2) -> str:
     return MISSING if value is None else f"{value:.{digits}f}"
 
 
+def _percent(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.1%}"
+
+
 def _win_rate_cell(member: Member) -> str:
     panel = _panel_entry(member)
     if panel is None:
@@ -290,6 +301,7 @@ def _ranking_table(league: _League) -> str:
             f'<td class="num">{_number(row["sigma"])}</td>'
             f'<td class="num strong">{_number(row["ordinal"])}</td>'
             f'<td class="num">{row["games"]:,}</td>'
+            f'<td class="num">{_percent(row["ahead_of_field"])}</td>'
             f'{_win_rate_cell(member)}'
             f'<td class="num">{MISSING if row["iteration"] is None else row["iteration"]}</td>'
             f'<td>{status}</td>'
@@ -299,6 +311,8 @@ def _ranking_table(league: _League) -> str:
             '<th class="num">sigma</th>'
             '<th class="num" title="mu - 3 sigma: the rating it holds with high confidence">ordinal</th>'
             '<th class="num" title="rated games it played">games</th>'
+            '<th class="num" title="per game, the share of its opponents it finished ahead of, over its games">'
+            "ahead of field</th>"
             '<th class="num" title="greedy play against players - 1 random bots (panel evaluation)">'
             "win vs random</th>"
             '<th class="num" title="the training iteration it was taken at">iteration</th>'

@@ -79,14 +79,19 @@ def head_to_head(games: Iterable[Game]) -> dict[tuple[Hashable, Hashable], tuple
 def field_scores(games: Iterable[Game]) -> dict[Hashable, tuple[float, float, int]]:
     """``{competitor: (mean score, half-width of its normal 95% interval, games)}``.
 
-    A game's score is the share of the other seats the competitor finished ahead of (a tie is not ahead),
-    so 1 for a win in any game and 0 for last place; games are independent, so the interval is the mean's.
+    A game's score is the share of the other competitors' seats the competitor finished ahead of (a tie is not
+    ahead), so 1 for a win and 0 for last place; one who held several seats counts once, with its seats'
+    mean. Games are independent, so the interval is the mean's.
     """
     scores: dict[Hashable, list[float]] = defaultdict(list)
     for competitors, places in games:
-        others = len(competitors) - 1
+        seat_scores: dict[Hashable, list[float]] = defaultdict(list)
         for i, key in enumerate(competitors):
-            scores[key].append(sum(places[i] < places[j] for j in range(len(competitors)) if j != i) / others)
+            others = [places[j] for j, other in enumerate(competitors) if other != key]
+            if others:
+                seat_scores[key].append(sum(places[i] < p for p in others) / len(others))
+        for key, values in seat_scores.items():
+            scores[key].append(sum(values) / len(values))
     result = {}
     for key, values in scores.items():
         n = len(values)

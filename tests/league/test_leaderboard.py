@@ -67,6 +67,10 @@ def test_ranking_counts_games_marks_the_evicted_and_reads_the_panel(store):
     for name, row in rows.items():
         assert row["games"] == played[store.member(name).id] > 0
     assert rows["bot:random"]["games"] == sum(played.values()) // 4 == len(store.matches())  # in every game
+    for name, row in rows.items():  # per game, the share of the other three seats it finished ahead of
+        games = [m for m in store.matches() if store.member(name).id in m.seats]
+        scores = [sum(m.places[m.seats.index(store.member(name).id)] < p for p in m.places) / 3 for m in games]
+        assert row["ahead_of_field"] == pytest.approx(sum(scores) / len(scores))
     assert [n for n, r in rows.items() if not r["active"]] == [ODD_NAME]
     panel = store.member("bot:hybrid-2").panel["random"]
     assert rows["bot:hybrid-2"]["win_rate_vs_random"] == panel["win_rate"]
@@ -91,7 +95,8 @@ def test_a_panel_without_a_usable_win_rate_shows_as_missing(tmp_path):
         assert [r["win_rate_vs_random"] for r in ranking(league)] == [None, None]
         page = render_html(league, None, "nan")
     table = page[page.index('<table id="ranking">'):page.index("</table>")]
-    assert "nan" not in table.lower() and table.count(f'<td class="num">{MISSING}</td>') == 4
+    # per member: ahead of field (no games), win vs random, iteration
+    assert "nan" not in table.lower() and table.count(f'<td class="num">{MISSING}</td>') == 6
 
 
 def test_ranking_table_is_a_wandb_table_of_the_ranking(store):

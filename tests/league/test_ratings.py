@@ -33,3 +33,9 @@ def test_steady_where_openskill_is_not():
     early, late = rate_games(strong + weak)["s"][0], rate_games(weak + strong)["s"][0]
     assert late - early > 5  # the recent games decide
     assert field_scores(strong + weak)["s"] == field_scores(weak + strong)["s"]
+
+
+def test_a_competitor_at_two_seats_counts_once_against_the_others():
+    scores = field_scores([(("a", "a", "b", "c"), (1, 4, 2, 3))])
+    assert scores["a"][2] == 1 and scores["a"][0] == pytest.approx((1 + 0) / 2)  # its seats: 2 of 2, 0 of 2
+    assert scores["b"][0] == pytest.approx(2 / 3)  # ahead of c and of a's last seat
