@@ -32,10 +32,11 @@ from __future__ import annotations
 import abc
 import shutil
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 
@@ -138,12 +139,17 @@ class Trainer(abc.ABC):
         """Release what `start` took (Ray); called once, after a stop or after the summary."""
 
 
-def run(trainer: Trainer) -> None:
-    """Run `trainer` from its run folder to its summary (module docstring)."""
+def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
+    """Run `trainer` from its run folder to its summary (module docstring); `notes` (a resume's kept settings,
+    `launch.runs.keep_run_settings`) are printed once the run has opened, so a refused resume stays one line."""
     cfg, run_dir = trainer.cfg, trainer.run
     state, saved = trainer.open(bool(cfg.resume))
+    for note in notes:
+        print(note, file=sys.stderr, flush=True)
     if not cfg.resume:
         run_dir.save_overrides(task_overrides())
+    if run_dir.saved_config() is None:  # a run from before config.yaml keeps, from now on, what it resumed with
+        run_dir.save_config(cfg)
     about = trainer.start(state)
     logger = WandbLogger(cfg, run_dir, state)  # a new run's wandb id is in its first save
     if saved is None and trainer.saves_first:

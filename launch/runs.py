@@ -5,6 +5,7 @@ imports the ``launch/train.py`` script.
 Layout of ``<run_dir>`` (the Hydra output folder)::
 
     overrides.txt            the command-line overrides of the first start (a resume reuses them)
+    config.yaml              the whole config of the first start (a resume keeps its settings: `keep_run_settings`)
     checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
                              run_state.json (iteration, env steps, minutes, evaluations)
     best/                    the best-evaluated policy so far: policy/ and selection.json (which
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
-from launch.cli import write_text
+from launch.cli import CONF_DIR, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
 RUN_STATE = "run_state.json"
 ALGORITHM_DIR = "algorithm"
 OVERRIDES = "overrides.txt"
+CONFIG = "config.yaml"
+# Sections a resume takes from today's command line and machine, never from the first start: where the run
+# lives, the machine's resources, how it is tracked and printed.
+MACHINE_SECTIONS = ("resume", "run_dir", "resources", "wandb", "progress")
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 BEST_DIR = "best"
@@ -142,6 +147,14 @@ class RunDir:
     def saved_overrides(self) -> list[str] | None:
         file = self.path / OVERRIDES
         return file.read_text().splitlines() if file.is_file() else None
+
+    def save_config(self, cfg: TrainConfig) -> None:
+        write_text(self.path / CONFIG, OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
+    def saved_config(self) -> dict[str, Any] | None:
+        """The first start's whole config, None for a run started before runs saved it."""
+        file = self.path / CONFIG
+        return OmegaConf.to_container(OmegaConf.load(file)) if file.is_file() else None  # type: ignore[return-value]
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         with open(self.path / METRICS, "a") as f:
@@ -310,6 +323,54 @@ def merge_overrides(saved: list[str], new: list[str]) -> list[str]:
 
     new_keys = {key(o) for o in new}
     return [o for o in saved if key(o) not in new_keys] + list(new)
+
+
+def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"algo.lr": 0.0005, ...}``: every setting by its dotted key (a list is one setting)."""
+    if not isinstance(node, dict):
+        return {prefix: node}
+    found: dict[str, Any] = {}
+    for key, value in node.items():
+        found.update(_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+    return found
+
+
+def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[str]) -> list[str]:
+    """On a resume, give back the run's own value of every setting whose default changed since its first start.
+
+    A resumed run continues the training it started: a setting that differs from the run's `saved` config
+    (`RunDir.saved_config`) takes the run's value unless an override (the first start's or this command
+    line's) names it or a section above it; an override that picks a config group's file (``algo=dqn``,
+    ``+exp=...``) names no value, so the file's changed defaults are given back too. `MACHINE_SECTIONS` always
+    follow today. Returns the notes to print:
+    the settings given back, those added since (today's default: the run never had them) and those gone.
+    """
+    if saved is None:
+        return ["note: this run was started before runs saved their config.yaml: it resumes with today's defaults "
+                "(saved now, so later resumes keep them)"]
+    keys = {o.partition("=")[0].lstrip("+~").partition("@")[0] for o in overrides}
+    asked = {k for k in keys if not (CONF_DIR / k.replace(".", "/")).is_dir()}
+
+    def followed_today(key: str) -> bool:
+        parts = key.split(".")
+        return parts[0] in MACHINE_SECTIONS or any(".".join(parts[:i]) in asked for i in range(1, len(parts) + 1))
+
+    now = _leaves(OmegaConf.to_container(dict_cfg, resolve=True))
+    before = _leaves(saved)
+    kept = {k: v for k, v in before.items() if k in now and now[k] != v and not followed_today(k)}
+    for key, value in kept.items():
+        OmegaConf.update(dict_cfg, key, value, merge=False)
+    notes = []
+    if kept:
+        notes.append("note: resume keeps this run's settings where today's defaults differ: "
+                     + ", ".join(f"{k}={v!r} (default now {now[k]!r})" for k, v in kept.items()))
+    added = [f"{k}={now[k]!r}" for k in now if k not in before and not followed_today(k)]
+    if added:
+        notes.append(f"note: settings added since this run started take today's defaults: {', '.join(added)}")
+    gone = [k for k in before if k not in now and not followed_today(k)]
+    if gone:
+        notes.append(f"note: settings this run had no longer exist: {', '.join(gone)}")
+    return notes
 
 
 # ---------------------------------------------------------------- pieces every trainer's loop shares

@@ -49,6 +49,7 @@ from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
 from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
 from launch.runs import (
     RunDir,
+    keep_run_settings,
     RunState,
     merge_overrides,
     record_ray_session,
@@ -79,13 +80,16 @@ def main(dict_cfg: DictConfig) -> None:
 
 
 def train(dict_cfg: DictConfig) -> None:
-    # 1. compose: typed by TrainConfig, then the checks types cannot make
+    # 1. compose: typed by TrainConfig (a resume keeps the run's own settings), then the checks types cannot make
+    notes = []
+    if dict_cfg.resume:
+        notes = keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), loop.task_overrides())
     cfg = checked_config(dict_cfg)
     if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation trainers (launch/trainers)
-        importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg)
+        importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg, notes)
         return
     # 2-7: the run loop (launch.loop) with RLlib league self-play as its trainer
-    loop.run(LeagueSelfPlay(cfg))
+    loop.run(LeagueSelfPlay(cfg), notes)
 
 
 class LeagueSelfPlay(Trainer):
@@ -215,7 +219,10 @@ def check_players(cfg: TrainConfig) -> None:
 def preflight(argv: list[str]) -> None:
     """`checked_config` of the command line before Hydra makes the run folder: a refused run leaves none."""
     overrides = [a for a in argv if not a.lstrip("+~").startswith("run_dir=")]
-    checked_config(compose("config", [*overrides, "run_dir=unchecked"]))
+    dict_cfg = compose("config", [*overrides, "run_dir=unchecked"])
+    if dict_cfg.resume:
+        keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides)
+    checked_config(dict_cfg)
 
 
 def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | None]:

@@ -54,7 +54,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import ray
@@ -86,13 +86,13 @@ POPULATION = "population.npz"
 FITNESS_PLOT = "fitness.png"
 
 
-def train(cfg: TrainConfig) -> None:
+def train(cfg: TrainConfig, notes: Sequence[str] = ()) -> None:
     ga = cfg.algo
     if cfg.obs.name != OBS:
         raise UserError(f"obs={cfg.obs.name}: seed 001's network reads {OBS}: give obs={OBS}")
     if not (ga.generations or cfg.budget.iterations or cfg.budget.minutes):
         raise UserError("the GA's budget is unlimited: set algo.generations, budget.iterations or budget.minutes")
-    run(Evolution(cfg))
+    run(Evolution(cfg), notes)
 
 
 class Evolution(Trainer):

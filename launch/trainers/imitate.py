@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -58,7 +58,7 @@ from policies.evolution import HIDDEN, INIT_RANGE, INPUTS, OBS, OUTPUTS, pack, w
 from policies.records import RecordError, load_decisions, rule_changes
 
 
-def train(cfg: TrainConfig) -> None:
+def train(cfg: TrainConfig, notes: Sequence[str] = ()) -> None:
     imitate = cfg.algo
     if cfg.resume:
         raise UserError(f"resume={cfg.resume}: imitation runs are not resumed: start a new one (the same seed "
@@ -79,7 +79,7 @@ def train(cfg: TrainConfig) -> None:
         decisions = decisions.subset(np.flatnonzero(decisions.legal.sum(axis=1) >= 2))
     if not len(decisions):
         raise UserError("algo.records: no decisions left to learn from")
-    run(Imitation(cfg, decisions))
+    run(Imitation(cfg, decisions), notes)
 
 
 class Imitation(Trainer):

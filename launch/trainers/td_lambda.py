@@ -42,7 +42,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -70,11 +70,11 @@ from policies.td_lambda import (
 LEARNER = "learner.json"
 
 
-def train(cfg: TrainConfig) -> None:
+def train(cfg: TrainConfig, notes: Sequence[str] = ()) -> None:
     # Small tensors: a second thread only spins against the other processes (measured 12x slower MLP steps
     # on a loaded 2-core machine).
     torch.set_num_threads(1)
-    run(TDLambda(cfg))
+    run(TDLambda(cfg), notes)
 
 
 class TDLambda(Trainer):

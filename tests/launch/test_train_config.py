@@ -12,7 +12,7 @@ import ray
 
 from launch import build
 from launch.cli import UserError, compose
-from launch.runs import RunDir, RunState, merge_overrides
+from launch.runs import RunDir, RunState, keep_run_settings, merge_overrides
 from launch.schema import RLLIB_ALGOS
 from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
@@ -207,6 +207,35 @@ def test_resumed_overrides_keep_the_first_start_and_let_new_values_win():
     saved = ["+exp=dqn_selfplay", "budget.minutes=30", "seed=3"]
     assert merge_overrides(saved, ["resume=/r", "budget.minutes=60"]) == [
         "+exp=dqn_selfplay", "seed=3", "resume=/r", "budget.minutes=60"]
+
+
+def test_a_resume_keeps_the_runs_settings_where_todays_defaults_differ(tmp_path):
+    run = RunDir(tmp_path)
+    first = ["+exp=dqn_selfplay", "variant=pyludo", "seed=3"]
+    run.save_config(config(*first))
+    saved = run.saved_config()
+    # The run as an older version saw it: other defaults, a setting not yet added, one since removed.
+    saved["algo"]["lr"] = 1e-3
+    saved["algo"]["gamma"] = 0.95
+    saved["variant"]["star_capture"] = "jump_end"  # pyludo before 2026-11-24: a default inside the variant file
+    del saved["algo"]["advantage_learning"]
+    saved["algo"]["old_knob"] = 1
+    saved["resources"]["env_runners"] = 7  # the machine's: follows today
+    overrides = [*first, "algo.gamma=0.98", f"resume={tmp_path}"]
+    now = compose("config", [*overrides, "run_dir=x"])
+    notes = keep_run_settings(now, saved, overrides)
+    assert now.algo.lr == 1e-3 and now.variant.star_capture == "jump_end"  # given back
+    assert now.algo.gamma == 0.98  # this command line's value wins
+    assert now.algo.advantage_learning == 0.9 and now.resources.env_runners != 7
+    assert notes == [
+        "note: resume keeps this run's settings where today's defaults differ: variant.star_capture='jump_end' "
+        "(default now 'both'), algo.lr=0.001 (default now 0.0005)",
+        "note: settings added since this run started take today's defaults: algo.advantage_learning=0.9",
+        "note: settings this run had no longer exist: algo.old_knob",
+    ]
+    assert keep_run_settings(compose("config", [*first, "run_dir=x"]), run.saved_config(), first) == []
+    assert RunDir(tmp_path / "old").saved_config() is None
+    assert "before runs saved their config.yaml" in keep_run_settings(now, None, overrides)[0]
 
 
 def test_external_members_take_their_share_and_a_league_without_them_draws_as_before():

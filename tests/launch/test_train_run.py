@@ -123,10 +123,17 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
         snapshots_at_kill = {m.name for m in store.members(kinds=["snapshot"])}
     assert len(snapshots_at_kill) >= last
 
+    # The run as started under an older default learning rate: the resume keeps the run's, and says so.
+    first_config = (run_dir / "config.yaml").read_text()
+    assert "\n  lr: 0.001\n" in first_config
+    (run_dir / "config.yaml").write_text(first_config.replace("\n  lr: 0.001\n", "\n  lr: 0.0004\n"))
     proc = train(run_dir, f"resume={run_dir}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"resumed from iter_{last:06d}" in proc.stdout
+    assert ("note: resume keeps this run's settings where today's defaults differ: algo.lr=0.0004 "
+            "(default now 0.001)") in proc.stderr
     after = metrics(run_dir)[len(before):]
+    assert {m["lr"] for m in before} == {0.001} and {m["lr"] for m in after} == {0.0004}  # and it trains with it
     # It goes on from the checkpoint: only iterations after it are redone, and the counters carry on.
     assert [m["iteration"] for m in after] == list(range(last + 1, 6))
     assert len(before) - last <= 1
