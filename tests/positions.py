@@ -7,6 +7,29 @@ from ludo_env.engine import Game, compile_rules
 from ludo_env.rules import Rules
 
 
+def random_walk(variant: str, players: int, seed: int, games: int, plies: int):
+    """`(rules, tab, walk)`: `walk` yields ``(ply, states, after, legal)`` before each of `plies` random moves in
+    `games` games (seats taking turns to start), ``after, legal`` being `expand_moves` of ``states``."""
+    from ludo_env.engine import new_batch, step_batch
+    from ludo_env.engine.afterstates import expand_moves
+
+    rules = Rules.load(variant, players=players)
+    tab = compile_rules(rules)
+
+    def walk():
+        states, rng = new_batch(tab, games, seed, first_seats=np.arange(games) % players)
+        masks = np.zeros((games, 4), dtype=np.int8)
+        events = np.zeros(games, dtype=np.int32)
+        chooser = np.random.default_rng(seed)
+        for ply in range(plies):
+            after, legal, _ = expand_moves(states, tab)
+            yield ply, states, after, legal
+            choices = np.where(legal == 1, chooser.random(legal.shape), -1).argmax(axis=1)
+            step_batch(states, tab, rng, choices, events, masks)
+
+    return rules, tab, walk()
+
+
 def square_progress(rules: Rules, seat: int, square: int) -> int:
     """Progress of a token of `seat` standing on board `square`."""
     return (square - rules.seat_starts[seat]) % rules.track_squares

@@ -12,29 +12,17 @@ from ludo_env.afterstate_features import (
     feature_names,
     seat_features,
 )
-from ludo_env.engine import compile_rules, new_batch, step_batch
-from ludo_env.engine.afterstates import expand_moves
 from ludo_env.engine.kernels import token_index
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, SIXES, TOKENS
 from ludo_env.engine.tactics import gap_ahead, gap_behind, hit_chance
-from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, Rules
+from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS
+from tests.positions import random_walk
 
 
 def afterstates(variant: str, players: int, seed: int, games: int = 24, plies: int = 60):
     """Between-rolls states: the afterstates of every legal move at random points of random games."""
-    rules = Rules.load(variant, players=players)
-    tab = compile_rules(rules)
-    states, rng = new_batch(tab, games, seed, first_seats=np.arange(games) % players)
-    masks = np.zeros((games, MAX_TOKENS), dtype=np.int8)
-    events = np.zeros(games, dtype=np.int32)
-    walk = np.random.default_rng(seed)
-    found = []
-    for ply in range(plies):
-        after, legal, _ = expand_moves(states, tab)
-        if ply % 6 == 5:
-            found.append(after[legal == 1])
-        choices = np.where(legal == 1, walk.random(legal.shape), -1).argmax(axis=1)
-        step_batch(states, tab, rng, choices, events, masks)
+    rules, tab, walk = random_walk(variant, players, seed, games, plies)
+    found = [after[legal == 1] for ply, _, after, legal in walk if ply % 6 == 5]
     return rules, tab, np.concatenate(found)
 
 

@@ -6,30 +6,19 @@ import pytest
 
 from ludo_env.afterstate_features import BIAS, SEAT_FEATURE_NAMES, SEAT_FEATURES, seat_features
 from ludo_env.afterstate_observation import GLOBALS_AT, POSITION_FEATURES, SIZE, TOKEN_BLOCK
-from ludo_env.engine import compile_rules, new_batch, step_batch
 from ludo_env.engine.afterstates import expand_moves
 from ludo_env.engine.layout import CURRENT, DIE, OVER
 from ludo_env.observations import encode, feature_names, token_layout
 from ludo_env.rules import DIE_FACES, MAX_TOKENS, Rules
-from tests.positions import position
+from tests.positions import position, random_walk
 
 CLASSIC = Rules.load("classic")
 
 
 def decision_states(variant: str, players: int, seed: int, games: int = 32, plies: int = 90):
     """Decision states met along random games, every 3rd ply."""
-    tab = compile_rules(Rules.load(variant, players=players))
-    states, rng = new_batch(tab, games, seed, first_seats=np.arange(games) % players)
-    masks = np.zeros((games, MAX_TOKENS), dtype=np.int8)
-    events = np.zeros(games, dtype=np.int32)
-    walk = np.random.default_rng(seed)
-    found = []
-    for ply in range(plies):
-        _, legal, _ = expand_moves(states, tab)
-        if ply % 3 == 0:
-            found.append(states[(states[:, OVER] == 0) & (states[:, DIE] > 0)].copy())
-        choices = np.where(legal == 1, walk.random(legal.shape), -1).argmax(axis=1)
-        step_batch(states, tab, rng, choices, events, masks)
+    _, tab, walk = random_walk(variant, players, seed, games, plies)
+    found = [states[(states[:, OVER] == 0) & (states[:, DIE] > 0)].copy() for ply, states, _, _ in walk if ply % 3 == 0]
     return tab, np.concatenate(found)
 
 
