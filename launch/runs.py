@@ -325,13 +325,13 @@ def merge_overrides(saved: list[str], new: list[str]) -> list[str]:
     return [o for o in saved if key(o) not in new_keys] + list(new)
 
 
-def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
+def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
     """``{"algo.lr": 0.0005, ...}``: every setting by its dotted key (a list is one setting)."""
     if not isinstance(node, dict):
         return {prefix: node}
     found: dict[str, Any] = {}
     for key, value in node.items():
-        found.update(_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+        found.update(leaves(value, f"{prefix}.{key}" if prefix else str(key)))
     return found
 
 
@@ -355,8 +355,8 @@ def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[st
         parts = key.split(".")
         return parts[0] in MACHINE_SECTIONS or any(".".join(parts[:i]) in asked for i in range(1, len(parts) + 1))
 
-    now = _leaves(OmegaConf.to_container(dict_cfg, resolve=True))
-    before = _leaves(saved)
+    now = leaves(OmegaConf.to_container(dict_cfg, resolve=True))
+    before = leaves(saved)
     kept = {k: v for k, v in before.items() if k in now and now[k] != v and not followed_today(k)}
     for key, value in kept.items():
         OmegaConf.update(dict_cfg, key, value, merge=False)

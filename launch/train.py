@@ -27,6 +27,7 @@ prints one line and exits with status 2.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import random
 import sys
@@ -50,6 +51,7 @@ from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_
 from launch.runs import (
     RunDir,
     keep_run_settings,
+    leaves,
     RunState,
     merge_overrides,
     record_ray_session,
@@ -59,7 +61,7 @@ from launch.sampler import BatchedLudoEnvRunner
 from launch.schema import RLLIB_ALGOS, TrainConfig, check
 from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.rules import Rules
-from policies.checkpoints import PolicyFileError, write_policy
+from policies.checkpoints import PolicyFileError, read_meta, write_policy
 from policies.league.evaluation import evaluate_panel, learned_player, panel_record
 from policies.league.league import MAIN_MEMBER, League, normalized_external
 from policies.league.pool import MAIN, snapshot_id
@@ -232,11 +234,34 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
 
     def check(checkpoint: Path, state: RunState) -> None:
         run.check_algorithm_state(checkpoint)  # before Ray starts: a damaged pickle falls back to the one before
+        check_same_network(cfg, run.policy_of(checkpoint))
         if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
             raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
                             f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
 
     return run.resume_point(cfg.resume, check)
+
+
+NETWORK_SHAPING = ("obs", "network", "variant")  # what main's module and its rules are built from
+
+
+def check_same_network(cfg: TrainConfig, policy: Path) -> None:
+    """A resume rebuilds main as the run built it: the checkpoint's encoder, network and rules (its policy.json)
+    must be this config's. Otherwise one line naming the overrides that give the run's back (a run from before
+    config.yaml, whose defaults have moved, or an override that changes the network)."""
+    built = read_meta(policy)["model_config"]
+    before = leaves({key: built[key] for key in NETWORK_SHAPING if key in built})
+    # through JSON, as policy.json was written: tuples become lists
+    now = leaves(json.loads(json.dumps({key: value for key, value in build.main_model_config(cfg).items()
+                                        if key in NETWORK_SHAPING})))
+    differ = [key for key, value in before.items() if key in now and now[key] != value]
+    if differ:
+        def override(key: str, value: Any) -> str:
+            return f"{key}={value if isinstance(value, str) else json.dumps(value, separators=(',', ':'))}"
+
+        raise UserError(f"resume: the run's main was built with {', '.join(override(k, before[k]) for k in differ)}"
+                        f" and this config gives {', '.join(override(k, now[k]) for k in differ)}: add "
+                        f"{' '.join(override(k, before[k]) for k in differ)} to resume it")
 
 
 def resume_argv(argv: list[str]) -> list[str]:

@@ -238,6 +238,25 @@ def test_a_resume_keeps_the_runs_settings_where_todays_defaults_differ(tmp_path)
     assert "before runs saved their config.yaml" in keep_run_settings(now, None, overrides)[0]
 
 
+def test_a_resume_onto_another_encoder_or_network_is_one_line_naming_the_overrides(tmp_path):
+    from launch.train import check_same_network
+    from policies.checkpoints import write_policy
+
+    cfg = config("+exp=smoke")
+    model_config = build.main_model_config(cfg)
+    module = module_spec(cfg.algo.name, observation_space(cfg.obs.name), ACTION_SPACE, model_config).build()
+    policy = write_policy(tmp_path / "policy", cfg.algo.name, model_config, module.state_dict())
+    check_same_network(cfg, policy)  # as built: nothing to say
+    check_same_network(config("+exp=smoke", "algo.lr=1e-4", "league.max_snapshots=3"), policy)  # not the network
+    with pytest.raises(UserError) as error:
+        check_same_network(config("+exp=smoke", "obs=afterstates", "network.hidden=[32]", "variant.players=2"),
+                           policy)
+    assert str(error.value) == (
+        "resume: the run's main was built with obs=egocentric, network.hidden=[256,256], variant.players=4 and "
+        "this config gives obs=afterstates, network.hidden=[32], variant.players=2: add obs=egocentric "
+        "network.hidden=[256,256] variant.players=4 to resume it")
+
+
 def test_external_members_take_their_share_and_a_league_without_them_draws_as_before():
     without = Matchmaker(4, bots=("bot_random",), main_weight=0.5, snapshot_weight=0.3, bot_weight=0.2)
     assert without.opponent_weights() == pytest.approx({MAIN: 0.8, "bot_random": 0.2})
