@@ -50,9 +50,9 @@ from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
 from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
 from launch.runs import (
     RunDir,
+    RunState,
     keep_run_settings,
     leaves,
-    RunState,
     merge_overrides,
     record_ray_session,
     stop_leftovers,
