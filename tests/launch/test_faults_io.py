@@ -206,11 +206,20 @@ def test_a_damaged_league_database_is_one_line_naming_it(tmp_path):
 
 
 # ------------------------------------------------------------------ 4. damaged RLlib state in the newest checkpoint
-def fake_checkpoint(run: Path, iteration: int) -> Path:
+def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
+    """A checkpoint's files: small pickles for RLlib's state, and main's real policy as `cfg` builds it."""
     import json
     import pickle
 
+    from launch.build import main_model_config
+    from ludo_env.core import ACTION_SPACE, observation_space
+    from policies.checkpoints import write_policy
+    from policies.modules import module_spec
+
     checkpoint = run / "checkpoints" / f"iter_{iteration:06d}"
+    model_config = main_model_config(cfg)
+    module = module_spec(cfg.algo.name, observation_space(cfg.obs.name), ACTION_SPACE, model_config).build()
+    write_policy(checkpoint / "policy", cfg.algo.name, model_config, module.state_dict())
     module = checkpoint / "algorithm" / "learner_group" / "learner" / "rl_module" / "main"
     module.mkdir(parents=True)
     (checkpoint / "algorithm" / "rllib_checkpoint.json").write_text("{}")
@@ -225,16 +234,31 @@ def test_resume_falls_back_past_damaged_rllib_state(tmp_path, capsys, damage):
     from launch.runs import RunDir
     from launch.train import find_resume_point
 
-    fake_checkpoint(tmp_path, 1)
-    newest = fake_checkpoint(tmp_path, 2)
+    from tests.launch.configs import train_config
+
+    cfg = train_config("+exp=smoke", f"resume={tmp_path}", "league.max_snapshots=3")
+    fake_checkpoint(tmp_path, 1, cfg)
+    newest = fake_checkpoint(tmp_path, 2, cfg)
     pickle_file = (newest / "algorithm" / "learner_group" / "learner" / "rl_module" / "main" / "module_state.pkl"
                    if damage == "module" else newest / "algorithm" / "algorithm_state.pkl")
     pickle_file.write_bytes(pickle_file.read_bytes()[:20])  # truncated
-    cfg = SimpleNamespace(resume=str(tmp_path), league=SimpleNamespace(max_snapshots=3))
+    capsys.readouterr()  # RLlib's deprecation notes from building the modules
     state, checkpoint = find_resume_point(cfg, RunDir(tmp_path))
     assert checkpoint.name == "iter_000001" and state.iteration == 1
     [warning] = capsys.readouterr().err.strip().splitlines()
     assert warning.startswith("warning: iter_000002 is damaged") and pickle_file.name in warning
+
+
+def test_a_resume_onto_another_encoder_is_refused_not_fallen_back_from(tmp_path):
+    from launch.runs import RunDir
+    from launch.train import find_resume_point
+    from tests.launch.configs import train_config
+
+    fake_checkpoint(tmp_path, 1, train_config("+exp=smoke", "obs=afterstates", "network=token_set"))
+    cfg = train_config("+exp=smoke", f"resume={tmp_path}", "network=token_set")  # today's default: egocentric
+    with pytest.raises(UserError, match="built with obs=afterstates and this config gives obs=egocentric: add "
+                                        "obs=afterstates to resume it"):
+        find_resume_point(cfg, RunDir(tmp_path))
 
 
 def test_a_run_folder_player_falls_back_past_a_damaged_policy(tmp_path, capsys):
