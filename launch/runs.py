@@ -325,13 +325,13 @@ def merge_overrides(saved: list[str], new: list[str]) -> list[str]:
     return [o for o in saved if key(o) not in new_keys] + list(new)
 
 
-def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"algo.lr": 0.0005, ...}``: every setting by its dotted key (a list is one setting)."""
+def leaves(node: Any, prefix: str = "", sep: str = ".") -> dict[str, Any]:
+    """``{"algo.lr": 0.0005, ...}``: every leaf of nested dicts by its joined key (a list is one leaf)."""
     if not isinstance(node, dict):
         return {prefix: node}
     found: dict[str, Any] = {}
     for key, value in node.items():
-        found.update(leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+        found.update(leaves(value, f"{prefix}{sep}{key}" if prefix else str(key), sep))
     return found
 
 
@@ -455,14 +455,11 @@ class WandbLogger:
         self.run.finish()
 
 
-def flatten(tree: dict, prefix: str = "") -> dict[str, float]:
+def flatten(tree: dict) -> dict[str, float]:
     """The numbers of a nested result dict under ``a/b/c`` keys."""
     out: dict[str, float] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{name}/"))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+    for name, value in leaves(tree, sep="/").items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             out[name] = value
         elif hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             out[name] = value.item()
@@ -476,14 +473,17 @@ def variant_overrides(cfg: TrainConfig) -> str:
 
     ours = build.rules_mapping(cfg)
     named = dataclasses.asdict(Rules.load(ours["name"], players=ours["players"]))
-    diffs = [f"variant.{k}={_yaml_value(v)}" for k, v in ours.items()
-             if k not in ("players",) and _yaml_value(named[k]) != _yaml_value(v)]
+    diffs = [f"variant.{k}={override_value(v)}" for k, v in ours.items()
+             if k not in ("players",) and override_value(named[k]) != override_value(v)]
     return "".join(f" {d}" for d in diffs)
 
 
-def _yaml_value(value: Any) -> str:
+def override_value(value: Any) -> str:
+    """`value` as the right-hand side of a Hydra override (``key=<this>``)."""
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_yaml_value(v) for v in value) + "]"
+        return "[" + ",".join(override_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return str(value).lower()
+    if value is None:
+        return "null"
     return str(value)

@@ -54,6 +54,7 @@ from launch.runs import (
     keep_run_settings,
     leaves,
     merge_overrides,
+    override_value,
     record_ray_session,
     stop_leftovers,
 )
@@ -256,12 +257,10 @@ def check_same_network(cfg: TrainConfig, policy: Path) -> None:
                                         if key in NETWORK_SHAPING})))
     differ = [key for key, value in before.items() if key in now and now[key] != value]
     if differ:
-        def override(key: str, value: Any) -> str:
-            return f"{key}={value if isinstance(value, str) else json.dumps(value, separators=(',', ':'))}"
-
-        raise UserError(f"resume: the run's main was built with {', '.join(override(k, before[k]) for k in differ)}"
-                        f" and this config gives {', '.join(override(k, now[k]) for k in differ)}: add "
-                        f"{' '.join(override(k, before[k]) for k in differ)} to resume it")
+        run_has = [f"{key}={override_value(before[key])}" for key in differ]
+        config_gives = [f"{key}={override_value(now[key])}" for key in differ]
+        raise UserError(f"resume: the run's main was built with {', '.join(run_has)} and this config gives "
+                        f"{', '.join(config_gives)}: add {' '.join(run_has)} to resume it")
 
 
 def resume_argv(argv: list[str]) -> list[str]:
