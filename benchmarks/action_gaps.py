@@ -15,13 +15,15 @@ import sys
 import numpy as np
 import torch
 
+from launch.cli import UserError, fail, split_options
 from launch.export import random_positions
 from ludo_env.observations import encode
 from ludo_env.rules import Rules
 from policies.algorithms import module_algorithm
 from policies.modules import MaskedDQNTorchRLModule, inference_batch, load_checkpoint_player
 
-OPTIONS = {"positions": "2000", "seed": "5"}
+OPTIONS = {"positions": 2000, "seed": 5}
+USAGE = "python benchmarks/action_gaps.py <dqn policy> [...] [positions=2000] [seed=5]"
 QUANTILES = (0.10, 0.25, 0.50, 0.75)
 
 
@@ -41,16 +43,11 @@ def top_two_gaps(policy: str, positions: int, seed: int) -> np.ndarray:
 
 
 def main(argv: list[str]) -> None:
-    options, policies = dict(OPTIONS), []
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        if eq and key in OPTIONS:
-            options[key] = value
-        else:
-            policies.append(arg.removeprefix("ckpt:"))
+    options, specs = split_options(argv, OPTIONS, USAGE)
+    policies = [spec.removeprefix("ckpt:") for spec in specs]
     if not policies:
-        sys.exit("usage: python benchmarks/action_gaps.py <dqn policy> [...] [positions=2000] [seed=5]")
-    positions, seed = int(options["positions"]), int(options["seed"])
+        sys.exit(f"usage: {USAGE}")
+    positions, seed = options["positions"], options["seed"]
     print("| policy | decisions with a choice | gap quantiles 10% / 25% / 50% / 75% |")
     print("| --- | --- | --- |")
     for policy in policies:
@@ -60,4 +57,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

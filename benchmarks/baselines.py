@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import sys
 
+from launch.cli import UserError, fail, options_only
 from policies.bots import BOT_NAMES
 from policies.tournament import play_tournament
 
+OPTIONS = {"games": 10000, "variants": "classic,pyludo", "seed": 0}
+USAGE = "python benchmarks/baselines.py [games=N] [variants=a,b] [seed=N]"
+
 
 def main(argv: list[str]) -> None:
-    settings = {"games": "10000", "variants": "classic,pyludo", "seed": "0"}
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        if key not in settings or not value:
-            sys.exit(f"bad argument {arg!r}: use games=N variants=a,b seed=N")
-        settings[key] = value
-    games, seed = int(settings["games"]), int(settings["seed"])
+    settings = options_only(argv, OPTIONS, USAGE)
+    games, seed = settings["games"], settings["seed"]
     print(f"{games:,} games per row, seed {seed}, seats rotated; win rate [95% Wilson interval], mean place\n")
     print("| variant | bot | vs 3 random | place | vs 3 hybrid | place |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -43,4 +42,7 @@ def _first_entry(result):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

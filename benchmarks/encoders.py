@@ -16,22 +16,14 @@ import time
 
 import numpy as np
 
+from launch.cli import UserError, fail, options_only
 from launch.export import random_positions
 from ludo_env.observations import ENCODERS, encode, obs_dim
 from ludo_env.rules import Rules
 
-OPTIONS = {"variant": "classic", "positions": "4096", "batch": "256", "repeats": "15", "seed": "5"}
+OPTIONS = {"variant": "classic", "positions": 4096, "batch": 256, "repeats": 15, "seed": 5}
+USAGE = "python benchmarks/encoders.py [variant=classic] [positions=N] [batch=N] [repeats=N] [seed=N]"
 BASELINE = "egocentric"
-
-
-def parse(argv: list[str]) -> dict[str, str]:
-    options = dict(OPTIONS)
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        if not eq or key not in OPTIONS:
-            sys.exit(f"error: unknown argument {arg!r}: give key=value with key in {', '.join(OPTIONS)}")
-        options[key] = value
-    return options
 
 
 def one_pass(name: str, batches: list[np.ndarray], tab: np.ndarray) -> float:
@@ -43,12 +35,12 @@ def one_pass(name: str, batches: list[np.ndarray], tab: np.ndarray) -> float:
 
 
 def main(argv: list[str]) -> None:
-    options = parse(argv)
+    options = options_only(argv, OPTIONS, USAGE)
     try:
         rules = Rules.load(options["variant"])
-        positions, batch, repeats, seed = (int(options[k]) for k in ("positions", "batch", "repeats", "seed"))
     except ValueError as err:
         sys.exit(f"error: {err}")
+    positions, batch, repeats, seed = (options[k] for k in ("positions", "batch", "repeats", "seed"))
     if min(positions, batch, repeats) < 1:
         sys.exit("error: positions, batch and repeats must be at least 1")
     states, tab, _ = random_positions(rules, positions, seed)
@@ -68,4 +60,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

@@ -21,10 +21,12 @@ import sys
 
 import numpy as np
 
+from launch.cli import UserError, fail, split_options
 from policies.league.evaluation import player_command
 from policies.tournament import play_tournament, wilson_interval
 
-OPTIONS = {"games": "5000", "opponent": "random", "seed": "1000003"}
+OPTIONS = {"games": 5000, "opponent": "random", "seed": 1000003}
+USAGE = "python benchmarks/paired.py <variant> <spec A> <spec B> [games=N] [opponent=bot] [seed=N]"
 
 
 def wins_of_first_entry(spec: str, opponent: str, variant: str, games: int, seed: int) -> np.ndarray:
@@ -34,12 +36,11 @@ def wins_of_first_entry(spec: str, opponent: str, variant: str, games: int, seed
 
 
 def main(argv: list[str]) -> None:
-    positional = [a for a in argv if a.partition("=")[0] not in OPTIONS]
-    options = dict(OPTIONS) | dict(a.partition("=")[::2] for a in argv if a.partition("=")[0] in OPTIONS)
+    options, positional = split_options(argv, OPTIONS, USAGE)
     if len(positional) != 3:
-        sys.exit("usage: python benchmarks/paired.py <variant> <spec A> <spec B> [games=N] [opponent=bot] [seed=N]")
+        sys.exit(f"usage: {USAGE}")
     variant, a, b = positional
-    games, seed, opponent = int(options["games"]), int(options["seed"]), options["opponent"]
+    games, seed, opponent = options["games"], options["seed"], options["opponent"]
     wins_a = wins_of_first_entry(a, opponent, variant, games, seed)
     wins_b = wins_of_first_entry(b, opponent, variant, games, seed)
     d = wins_a - wins_b
@@ -53,4 +54,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

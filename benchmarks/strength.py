@@ -19,24 +19,21 @@ import json
 import sys
 import time
 
+from launch.cli import UserError, fail, split_options
 from policies.league.evaluation import player_command
 from policies.tournament import play_tournament
 
-OPTIONS = {"games": "2000", "opponents": "random,hybrid", "seed": "1000003", "json": ""}
+OPTIONS = {"games": 2000, "opponents": "random,hybrid", "seed": 1000003, "json": ""}
+USAGE = ("python benchmarks/strength.py <variant> <spec> [<spec> ...] [games=N] [opponents=a,b] [seed=N] "
+         "[json=<file>]")
 
 
 def main(argv: list[str]) -> None:
-    if not argv:
-        sys.exit("usage: python benchmarks/strength.py <variant> <spec> [<spec> ...] [games=N] "
-                 "[opponents=a,b] [seed=N] [json=<file>]")
-    variant, specs, options = argv[0], [], dict(OPTIONS)
-    for arg in argv[1:]:
-        key, eq, value = arg.partition("=")
-        if eq and key in OPTIONS:
-            options[key] = value
-        else:
-            specs.append(arg)
-    games, seed = int(options["games"]), int(options["seed"])
+    options, positional = split_options(argv, OPTIONS, USAGE)
+    if len(positional) < 2:
+        sys.exit(f"usage: {USAGE}")
+    variant, specs = positional[0], positional[1:]
+    games, seed = options["games"], options["seed"]
     print("| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for spec in specs:
@@ -60,4 +57,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except UserError as err:
+        fail(err)

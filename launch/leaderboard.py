@@ -43,31 +43,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, check_output, fail, parse_port, write_text
+from launch.cli import UserError, check_output, fail, options_only, parse_port, write_text
 
 HOST = "127.0.0.1"  # the page shows run details: never offered beyond this machine
 DEFAULT_PORT = 8765
 REFRESH_SECONDS = 30
 PAGE_NAME = "leaderboard.html"
 METRICS_NAME = "metrics.jsonl"
-KEYS = ("league", "out", "port")
+OPTIONS = {"league": "", "out": "", "port": str(DEFAULT_PORT)}
+USAGE = "python launch/leaderboard.py league=<run folder or league.db> [out=<html path>] [--serve] [port=<n>]"
 
 
 def parse(argv: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {"league": None, "out": None, "port": DEFAULT_PORT, "serve": False}
-    for arg in argv:
-        if arg == "--serve":
-            args["serve"] = True
-            continue
-        key, sep, value = arg.partition("=")
-        if not sep or key not in KEYS:
-            raise UserError(f"argument '{arg}' is not allowed: use league=<run folder or league.db> "
-                            f"[out=<html path>] [--serve] [port=<n>]")
-        if not value:
-            raise UserError(f"{key}= needs a value")
-        args[key] = value
-    if args["league"] is None:
+    args: dict[str, Any] = options_only([arg for arg in argv if arg != "--serve"], OPTIONS, USAGE)
+    if not args["league"]:
         raise UserError("league= is required: give a run folder or a league.db file")
+    args["out"] = args["out"] or None
+    args["serve"] = "--serve" in argv
     args["port"] = parse_port(args["port"])
     return args
 

@@ -50,13 +50,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, fail, parse_port
+from launch.cli import UserError, fail, options_only, parse_port
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_RECORDS = "outputs/serve/records"
-KEYS = ("agents", "league", "records", "replays", "host", "port")
-USAGE = "use agents=[spec,...] league=<run folder> records=<folder> replays=[file,...] host=<address> port=<n>"
+OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "host": HOST, "port": str(DEFAULT_PORT)}
+USAGE = ("python launch/serve.py [agents=[spec,...]] [league=<run folder>] [records=<folder>] [replays=[file,...]] "
+         "[host=<address>] [port=<n>]")
 
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # as launch/play.py, for the same reason
 
@@ -73,15 +74,10 @@ def parse_list(key: str, value: str) -> list[str]:
 
 
 def parse(argv: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {"agents": [], "league": None, "records": DEFAULT_RECORDS, "replays": [],
-                            "host": HOST, "port": DEFAULT_PORT}
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in KEYS:
-            raise UserError(f"argument '{arg}' is not allowed: {USAGE}")
-        if not value and key not in ("agents", "replays"):
-            raise UserError(f"{key}= needs a value")
-        args[key] = parse_list(key, value) if key in ("agents", "replays") else value
+    args = options_only(argv, OPTIONS, USAGE, empty_ok=("agents", "replays"))
+    for key in ("agents", "replays"):
+        args[key] = parse_list(key, args[key])
+    args["league"] = args["league"] or None
     args["port"] = parse_port(args["port"])
     return args
 

@@ -46,19 +46,12 @@ def position(rules: Rules, tokens, die: int, current: int = 0):
     return game.state[None].copy(), compile_rules(rules), game.legal_mask()[None].astype(np.int8)
 
 
-def mid_game_positions(players: int = 4, games: int = 48, plies: int = 40, seed: int = 3, walker_seed: int = 11):
-    """`(states, tab, masks)`: classic positions after `plies` random moves, only those waiting on a decision."""
-    from ludo_env.engine import legal_masks, new_batch, step_batch
-    from policies.bots import Bot
-
-    tab = compile_rules(Rules.load("classic", players=players))
-    states, rng = new_batch(tab, games, seed=seed, first_seats=np.arange(games) % players)
-    masks = np.zeros((games, 4), dtype=np.int8)
-    legal_masks(states, tab, masks)
-    events = np.zeros(games, dtype=np.int32)
-    walker = Bot("random", seed=walker_seed)
-    for _ in range(plies):
-        step_batch(states, tab, rng, walker.act(states, tab, masks), events, masks)
-    legal_masks(states, tab, masks)
-    waiting = masks.any(axis=1)
-    return states[waiting], tab, masks[waiting]
+def mid_game_positions(players: int = 4, games: int = 48, plies: int = 40, seed: int = 3):
+    """`(states, tab, masks)`: classic positions after `plies` random moves (`random_walk`), only those waiting on a
+    decision."""
+    _, tab, walk = random_walk("classic", players, seed, games, plies + 1)
+    for ply, states, _, legal in walk:
+        if ply == plies:  # stop before the walk plays on
+            break
+    waiting = legal.any(axis=1)
+    return states[waiting].copy(), tab, legal[waiting].astype(np.int8)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from launch.cli import UserError, check_integers, check_output, write_text
+from launch.cli import UserError, check_integers, check_output, options_only, split_options, write_text
 from policies.league.store import LeagueStore, LeagueStoreError
 from tests.league.tiny_policy import write_tiny_policy
 
@@ -285,6 +285,23 @@ def test_a_huge_integer_is_one_line(tmp_path, script, args, says):
     where = {"evaluate.py": [f"hydra.run.dir={tmp_path / 'run'}"], "league.py": [f"league={tmp_path / 'league.db'}"]}
     one_line_failure(command(script, *args, *where.get(script, []), cwd=tmp_path), says)
     assert not any(tmp_path.iterdir())
+
+
+def test_key_value_options_beside_specs_that_hold_an_equals_sign():
+    defaults = {"games": 2000, "opponent": "random", "json": ""}
+    options, positional = split_options(["classic", "search:run?depth=2", "games=40", "opponent=hybrid", "ckpt:x"],
+                                        defaults, "usage line")
+    assert options == {"games": 40, "opponent": "hybrid", "json": ""}
+    assert positional == ["classic", "search:run?depth=2", "ckpt:x"]
+    assert defaults["games"] == 2000  # the defaults are not changed
+    for argv, says in ((["games=many"], r"^games must be an integer, got 'many' \(usage: usage line\)$"),
+                       (["json="], r"^json= needs a value \(usage: usage line\)$")):
+        with pytest.raises(UserError, match=says):
+            split_options(argv, defaults, "usage line")
+    assert split_options(["json="], defaults, "usage line", empty_ok=("json",))[0]["json"] == ""
+    with pytest.raises(UserError, match=r"^argument 'classic' is not allowed: give key=value with key in games, "
+                                        r"opponent, json \(usage: u\)$"):
+        options_only(["games=3", "classic"], defaults, "u")
 
 
 def test_every_integer_setting_of_a_config_is_range_checked():
