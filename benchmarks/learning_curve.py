@@ -1,7 +1,8 @@
-"""Plot win rate against training minutes for training runs, with 95% intervals: the README's learning curve.
+"""Plot win rate against training minutes (or env steps) for training runs, with 95% intervals: the learning curves.
 
     python benchmarks/learning_curve.py /work/runs/ppo_selfplay /work/runs/dqn_selfplay \
         --out benchmarks/results/learning_curve.png
+    python benchmarks/learning_curve.py <run A> <run B> --x env_steps --labels PPO DQN   # runs under other loads
 
 Reads each run folder's ``metrics.jsonl`` (one line per iteration) and
 ``summary.json`` (every evaluation of greedy main against the panel, and the
@@ -14,12 +15,15 @@ import json
 from pathlib import Path
 
 
-def curves(run: Path) -> dict[str, list[tuple[float, float, float, float]]]:
-    """Per panel opponent: (minutes, win rate, ci low, ci high) at every evaluation."""
-    minutes_at = {}
+X_AXES = {"minutes": "training minutes", "env_steps": "env steps (millions)"}
+
+
+def curves(run: Path, x: str = "minutes") -> dict[str, list[tuple[float, float, float, float]]]:
+    """Per panel opponent: (`x` of its metrics rows, win rate, ci low, ci high) at every evaluation."""
+    x_at = {}
     for line in (run / "metrics.jsonl").read_text().splitlines():
         row = json.loads(line)
-        minutes_at[row["iteration"]] = row["minutes"]  # a resumed run may log an iteration twice: keep the last
+        x_at[row["iteration"]] = row[x]  # a resumed run may log an iteration twice: keep the last
     summary = json.loads((run / "summary.json").read_text())
     evaluations = list(summary["evaluations"])
     if summary.get("final_evaluation"):
@@ -27,10 +31,10 @@ def curves(run: Path) -> dict[str, list[tuple[float, float, float, float]]]:
     out: dict[str, list] = {}
     for evaluation in evaluations:
         # Final evaluations written before 2026-11-25 by trainers other than RLlib's carry no iteration.
-        minute = minutes_at.get(evaluation.get("iteration"), summary["minutes"])
+        at = x_at.get(evaluation.get("iteration"), summary[x])
         for result in evaluation["results"]:
             lo, hi = result["ci95"]
-            out.setdefault(result["opponent"], []).append((minute, result["win_rate"], lo, hi))
+            out.setdefault(result["opponent"], []).append((at, result["win_rate"], lo, hi))
     return out
 
 
@@ -38,26 +42,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="training run folders")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_curve.png"))
+    parser.add_argument("--x", choices=X_AXES, default="minutes", help="the horizontal axis")
+    parser.add_argument("--labels", nargs="+", help="legend names, one per run (default: the folder names)")
     args = parser.parse_args()
+    labels = args.labels or [run.name for run in args.runs]
+    if len(labels) != len(args.runs):
+        parser.error(f"--labels gives {len(labels)} names for {len(args.runs)} runs")
 
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    opponents = sorted({o for run in args.runs for o in curves(run)})
+    runs = {label: curves(run, args.x) for label, run in zip(labels, args.runs)}
+    scale = 1e-6 if args.x == "env_steps" else 1.0
+    opponents = sorted({o for points in runs.values() for o in points})
     fig, axes = plt.subplots(1, len(opponents), figsize=(5 * len(opponents), 3.8), squeeze=False)
     for ax, opponent in zip(axes[0], opponents):
-        for run in args.runs:
-            points = sorted(curves(run).get(opponent, []))
+        for label, by_opponent in runs.items():
+            points = sorted(by_opponent.get(opponent, []))
             if not points:
                 continue
-            minutes, rate, lo, hi = zip(*points)
-            ax.plot(minutes, [100 * r for r in rate], marker="o", markersize=3, label=run.name)
-            ax.fill_between(minutes, [100 * v for v in lo], [100 * v for v in hi], alpha=0.2)
+            at, rate, lo, hi = zip(*points)
+            at = [scale * v for v in at]
+            ax.plot(at, [100 * r for r in rate], marker="o", markersize=3, label=label)
+            ax.fill_between(at, [100 * v for v in lo], [100 * v for v in hi], alpha=0.2)
         ax.axhline(25, color="grey", linestyle=":", linewidth=1)
         ax.set_title(f"greedy main vs 3 x {opponent}")
-        ax.set_xlabel("training minutes")
+        ax.set_xlabel(X_AXES[args.x])
         ax.set_ylabel("win rate, % (95% interval)")
         ax.legend(fontsize=8)
     fig.tight_layout()

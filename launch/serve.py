@@ -55,7 +55,8 @@ from launch.cli import UserError, fail, options_only, parse_port
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_RECORDS = "outputs/serve/records"
-OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "host": HOST, "port": str(DEFAULT_PORT)}
+OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "host": HOST,
+           "port": str(DEFAULT_PORT)}
 USAGE = ("python launch/serve.py [agents=[spec,...]] [league=<run folder>] [records=<folder>] [replays=[file,...]] "
          "[host=<address>] [port=<n>]")
 
