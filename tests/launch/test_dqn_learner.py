@@ -31,7 +31,9 @@ def algorithm_config(*overrides: str):
 
 def transitions(obs: str, seed: int = 0) -> dict:
     """Real positions as a learner batch: legal actions taken, some games over, rewards of either sign."""
-    states, tab, masks = mid_game_positions(4, games=64, plies=50, seed=5, walker_seed=2)
+    states, tab, masks = mid_game_positions(4, games=96, plies=50, seed=5)
+    choice = masks.sum(axis=1) > 1  # decisions where the taken token can trail the best one
+    states, masks = states[choice], masks[choice]
     n = len(states) // 2
     features = torch.as_tensor(encode(obs, states, tab))
     masks_t = torch.as_tensor(masks, dtype=torch.float32)
@@ -51,7 +53,7 @@ def transitions(obs: str, seed: int = 0) -> dict:
 def test_advantage_learning_is_on_by_default_and_alpha_0_is_rllibs_own_learner():
     _, config = algorithm_config()
     assert config.learner_class is AdvantageLearningDQNLearner
-    assert config.learner_config_dict["advantage_learning"] == 0.9
+    assert config.learner_config_dict["advantage_learning"] == 0.97
     _, config = algorithm_config("algo.advantage_learning=0")
     assert config.learner_class is DQNTorchLearner
 
@@ -72,7 +74,8 @@ def test_the_loss_is_rllibs_on_rewards_lowered_by_alpha_times_the_target_network
     legal = batch[Columns.OBS][ACTION_MASK].numpy() > 0
     best = np.where(legal, target_q, -np.inf).max(axis=1)
     gap = best - target_q[np.arange(len(target_q)), batch[Columns.ACTIONS].numpy()]
-    assert (gap >= 0).all() and (gap > 0).mean() > 0.5
+    # Tokens on the same square (at home, say) have equal Q-values, so only some taken tokens trail the best.
+    assert (gap >= 0).all() and (gap > 0).mean() > 0.3
 
     fwd_out = module.forward_train(batch)
     loss = learner.compute_loss_for_module(module_id=MAIN, config=config, batch=batch, fwd_out=fwd_out)

@@ -226,11 +226,11 @@ def test_a_resume_keeps_the_runs_settings_where_todays_defaults_differ(tmp_path)
     notes = keep_run_settings(now, saved, overrides)
     assert now.algo.lr == 1e-3 and now.variant.star_capture == "jump_end"  # given back
     assert now.algo.gamma == 0.98  # this command line's value wins
-    assert now.algo.advantage_learning == 0.9 and now.resources.env_runners != 7
+    assert now.algo.advantage_learning == 0.97 and now.resources.env_runners != 7
     assert notes == [
         "note: resume keeps this run's settings where today's defaults differ: variant.star_capture='jump_end' "
         "(default now 'both'), algo.lr=0.001 (default now 0.0005)",
-        "note: settings added since this run started take today's defaults: algo.advantage_learning=0.9",
+        "note: settings added since this run started take today's defaults: algo.advantage_learning=0.97",
         "note: settings this run had no longer exist: algo.old_knob",
     ]
     assert keep_run_settings(compose("config", [*first, "run_dir=x"]), run.saved_config(), first) == []

@@ -105,7 +105,7 @@ def test_a_distributional_dqn_trains_through_the_column_updates_and_its_policy_p
     policy = Path(json.loads((run_dir / "summary.json").read_text())["policy"])
     assert json.loads((policy / "policy.json").read_text())["model_config"]["num_atoms"] == 11
     player = load_checkpoint_player(policy)
-    states, tab, masks = mid_game_positions(4, games=16, plies=60, seed=5, walker_seed=2)
+    states, tab, masks = mid_game_positions(4, games=16, plies=60, seed=5)
     moves = player.act(encode(player.obs, states, tab), masks.astype(np.float32))
     assert (masks[np.arange(len(masks)), moves] == 1).all()
 

@@ -55,7 +55,7 @@ def random_decisions(seed: int, repeats: int = 8) -> tuple[np.ndarray, np.ndarra
 
 def engine_positions(players: int = 4, games: int = 48, plies: int = 40):
     """`(states, tab, masks)`: mid-game positions, each waiting on a decision."""
-    return mid_game_positions(players, games, plies, seed=3, walker_seed=11)
+    return mid_game_positions(players, games, plies, seed=3)
 
 
 # ---------------------------------------------------------------- masking

@@ -29,7 +29,7 @@ def build(kind: str, network, obs: str = "egocentric", **extra):
 
 def engine_decisions(obs: str = "egocentric", players: int = 4, games: int = 32, plies: int = 60):
     """`(features, masks)` of real mid-game positions, each waiting on a decision."""
-    states, tab, masks = mid_game_positions(players, games, plies, seed=5, walker_seed=2)
+    states, tab, masks = mid_game_positions(players, games, plies, seed=5)
     return encode(obs, states, tab), masks.astype(np.float32)
 
 
