@@ -241,9 +241,9 @@ class DQNSettings(CheckedSettings):
     advantage_learning: float = 0.97
     """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/dqn_learner.py): the target of
     Q(s, a) loses alpha * (max_b Q'(s, b) - Q'(s, a)), which widens the gaps between actions by 1 / (1 - alpha)
-    and keeps the greedy policy; 0: RLlib's own loss. Three classic runs' last policies against 3 random and
-    3 hybrid: at 0.97, 81.8-83.8% and 44.2-44.9%; at 0.9, 82.5-84.1% and 43.2-44.8%; twelve without it,
-    78.0-83.5% and 39.0-43.9% (docs/training.md)."""
+    and keeps the greedy policy; 0: RLlib's own loss. Classic runs' last policies against 3 random and
+    3 hybrid: at 0.97 (four runs), 81.8-84.2% and 43.8-44.9%; at 0.9 (three), 82.5-84.1% and 43.2-44.8%;
+    twelve without it, 78.0-83.5% and 39.0-43.9% (docs/training.md)."""
     target_network_update_freq: int = 4000
     """Sampled env steps between target-network updates (seed 000: a target network). RLlib checks it after each
     update against the env steps sampled so far, which the batched sampler advances once per sample (16 decisions
