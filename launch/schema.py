@@ -242,7 +242,7 @@ class DQNSettings(CheckedSettings):
     """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/dqn_learner.py): the target of
     Q(s, a) loses alpha * (max_b Q'(s, b) - Q'(s, a)), which widens the gaps between actions by 1 / (1 - alpha)
     and keeps the greedy policy; 0: RLlib's own loss. Classic runs' last policies against 3 random and
-    3 hybrid: at 0.97 (four runs), 81.8-84.2% and 43.8-44.9%; at 0.9 (three), 82.5-84.1% and 43.2-44.8%;
+    3 hybrid: at 0.97 (four runs), 81.8-84.2% and 43.8-44.9%; at 0.9 (four), 82.5-84.1% and 43.2-44.8%;
     twelve without it, 78.0-83.5% and 39.0-43.9% (docs/training.md)."""
     target_network_update_freq: int = 4000
     """Sampled env steps between target-network updates (seed 000: a target network). RLlib checks it after each
