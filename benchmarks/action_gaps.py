@@ -30,7 +30,7 @@ QUANTILES = (0.10, 0.25, 0.50, 0.75)
 def top_two_gaps(policy: str, positions: int, seed: int) -> np.ndarray:
     player = load_checkpoint_player(policy)
     if not isinstance(player.module, MaskedDQNTorchRLModule):
-        sys.exit(f"error: {policy} is no DQN policy: action gaps are gaps between Q-values")
+        raise UserError(f"{policy} is no DQN policy: action gaps are gaps between Q-values")
     rules = Rules.load(player.variant, players=player.players)
     states, tab, masks = random_positions(rules, positions, seed)
     choice = masks.sum(axis=1) >= 2
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> None:
     options, specs = split_options(argv, OPTIONS, USAGE)
     policies = [spec.removeprefix("ckpt:") for spec in specs]
     if not policies:
-        sys.exit(f"usage: {USAGE}")
+        raise UserError(f"give at least one DQN policy (usage: {USAGE})")
     positions, seed = options["positions"], options["seed"]
     print("| policy | decisions with a choice | gap quantiles 10% / 25% / 50% / 75% |")
     print("| --- | --- | --- |")

@@ -39,10 +39,10 @@ def main(argv: list[str]) -> None:
     try:
         rules = Rules.load(options["variant"])
     except ValueError as err:
-        sys.exit(f"error: {err}")
+        raise UserError(str(err)) from None
     positions, batch, repeats, seed = (options[k] for k in ("positions", "batch", "repeats", "seed"))
     if min(positions, batch, repeats) < 1:
-        sys.exit("error: positions, batch and repeats must be at least 1")
+        raise UserError("positions, batch and repeats must be at least 1")
     states, tab, _ = random_positions(rules, positions, seed)
     batches = [states[i : i + batch] for i in range(0, len(states), batch)]
     times: dict[str, list[float]] = {name: [] for name in ENCODERS}

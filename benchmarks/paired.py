@@ -38,7 +38,7 @@ def wins_of_first_entry(spec: str, opponent: str, variant: str, games: int, seed
 def main(argv: list[str]) -> None:
     options, positional = split_options(argv, OPTIONS, USAGE)
     if len(positional) != 3:
-        sys.exit(f"usage: {USAGE}")
+        raise UserError(f"give a variant and two player specs, got {len(positional)} arguments (usage: {USAGE})")
     variant, a, b = positional
     games, seed, opponent = options["games"], options["seed"], options["opponent"]
     wins_a = wins_of_first_entry(a, opponent, variant, games, seed)

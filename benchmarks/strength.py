@@ -31,7 +31,7 @@ USAGE = ("python benchmarks/strength.py <variant> <spec> [<spec> ...] [games=N] 
 def main(argv: list[str]) -> None:
     options, positional = split_options(argv, OPTIONS, USAGE)
     if len(positional) < 2:
-        sys.exit(f"usage: {USAGE}")
+        raise UserError(f"give a variant and at least one player spec (usage: {USAGE})")
     variant, specs = positional[0], positional[1:]
     games, seed = options["games"], options["seed"]
     print("| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
