@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import torch
 
-from launch.cli import UserError, fail, split_options
+from launch.cli import UserError, fail, input_errors, split_options
 from launch.export import random_positions
 from ludo_env.observations import encode
 from ludo_env.rules import Rules
@@ -59,5 +59,5 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     try:
         main(sys.argv[1:])
-    except UserError as err:
+    except input_errors() as err:
         fail(err)

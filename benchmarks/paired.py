@@ -16,23 +16,15 @@ that replay them.
 """
 from __future__ import annotations
 
-import math
 import sys
 
-import numpy as np
-
-from launch.cli import UserError, fail, split_options
+from launch.cli import UserError, fail, input_errors, split_options
+from ludo_env.rules import Rules
 from policies.league.evaluation import player_command
-from policies.tournament import play_tournament, wilson_interval
+from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
 OPTIONS = {"games": 5000, "opponent": "random", "seed": 1000003}
 USAGE = "python benchmarks/paired.py <variant> <spec A> <spec B> [games=N] [opponent=bot] [seed=N]"
-
-
-def wins_of_first_entry(spec: str, opponent: str, variant: str, games: int, seed: int) -> np.ndarray:
-    """Per game, 1 if entry 0 (`spec`) finished first."""
-    result = play_tournament([spec] + [opponent] * 3, games, variant, seed, rate=False)
-    return (result.places[:, 0] == 1).astype(np.float64)
 
 
 def main(argv: list[str]) -> None:
@@ -41,20 +33,20 @@ def main(argv: list[str]) -> None:
         raise UserError(f"give a variant and two player specs, got {len(positional)} arguments (usage: {USAGE})")
     variant, a, b = positional
     games, seed, opponent = options["games"], options["seed"], options["opponent"]
-    wins_a = wins_of_first_entry(a, opponent, variant, games, seed)
-    wins_b = wins_of_first_entry(b, opponent, variant, games, seed)
-    d = wins_a - wins_b
-    half = 1.96 * d.std(ddof=1) / math.sqrt(games)
+    rules = Rules.load(variant, players=4)
+    wins_a = first_entry_wins(a, opponent, rules, games, seed)
+    wins_b = first_entry_wins(b, opponent, rules, games, seed)
+    mean, diff_low, diff_high = paired_difference(wins_a, wins_b)
     for label, spec, wins in (("A", a, wins_a), ("B", b, wins_b)):
         low, high = wilson_interval(int(wins.sum()), games)
         print(f"{label}: {spec}: {wins.mean():.1%} [{low:.1%}, {high:.1%}] vs 3 x {opponent}, {variant}, {games} games")
         print(f"   {player_command(spec, opponent, variant, 4, games, seed)}")
-    print(f"A - B: {d.mean():+.1%} [{d.mean() - half:+.1%}, {d.mean() + half:+.1%}] (paired by game; "
-          f"games that differ: {int((d != 0).sum())})")
+    print(f"A - B: {mean:+.1%} [{diff_low:+.1%}, {diff_high:+.1%}] (paired by game; "
+          f"games that differ: {int((wins_a != wins_b).sum())})")
 
 
 if __name__ == "__main__":
     try:
         main(sys.argv[1:])
-    except UserError as err:
+    except input_errors() as err:
         fail(err)

@@ -19,7 +19,7 @@ import json
 import sys
 import time
 
-from launch.cli import UserError, fail, split_options
+from launch.cli import UserError, fail, input_errors, split_options
 from policies.league.evaluation import player_command
 from policies.tournament import play_tournament
 
@@ -59,5 +59,5 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     try:
         main(sys.argv[1:])
-    except UserError as err:
+    except input_errors() as err:
         fail(err)

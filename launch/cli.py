@@ -208,6 +208,21 @@ def options_only(argv: list[str], defaults: dict[str, Any], usage: str,
     return options
 
 
+def input_errors() -> tuple[type[BaseException], ...]:
+    """What a command prints as one line: a `UserError`, and the library's own one-line errors about what a user
+    gave (a variant, a player spec or a player's answer, a policy folder, a league database, a record file).
+    Imported when called, so that `except input_errors()` loads them only once an error is raised."""
+    from ludo_env.rules import RulesError
+    from policies.checkpoints import PolicyFileError
+    from policies.league.store import LeagueStoreError
+    from policies.players import PlayerError, PlayerSpecError
+    from policies.records import RecordError
+    from policies.tournament import TournamentError
+
+    return (UserError, RulesError, PolicyFileError, LeagueStoreError, PlayerError, PlayerSpecError, RecordError,
+            TournamentError)
+
+
 def fail(err: BaseException) -> None:
     print(f"error: {err}", file=sys.stderr)
     sys.exit(2)

@@ -42,6 +42,7 @@ from launch.cli import (
     check_variant_overrides,
     compose,
     fail,
+    input_errors,
     write_text,
 )
 
@@ -96,10 +97,8 @@ def integer_ranges(players: int) -> dict[str, tuple[int, int]]:
 
 
 def evaluate(cfg: EvaluateConfig) -> Path:
-    from ludo_env.rules import Rules, RulesError
-    from policies.players import PlayerError, PlayerSpecError
-    from policies.records import RecordError
-    from policies.tournament import TournamentError, play_tournament
+    from ludo_env.rules import Rules
+    from policies.tournament import play_tournament
 
     check_integers(cfg, integer_ranges(len(cfg.players)))
     out = check_output(cfg.out or "evaluate.json", "out")  # before the tournament, not after it
@@ -122,7 +121,7 @@ def evaluate(cfg: EvaluateConfig) -> Path:
             record_entry=cfg.record_player,
             threads=cfg.threads,
         )
-    except (RulesError, PlayerSpecError, PlayerError, TournamentError, RecordError) as err:
+    except input_errors() as err:
         raise UserError(str(err)) from None
     print(result.table())
     try:

@@ -505,7 +505,7 @@ def load_checkpoint_player(path: str | Path) -> ModulePlayer:
         try:
             find_policy(path)
         except PolicyFileError:
-            raise ValueError(
+            raise PolicyFileError(
                 f"'{path}' holds no policy: give a training run folder, a checkpoint or policy folder of one, "
                 "or an RLModule checkpoint (<ckpt>/learner_group/learner/rl_module/<module_id>)"
             ) from None

@@ -156,6 +156,23 @@ def wilson_interval(wins: int, n: int, confidence: float = CONFIDENCE) -> tuple[
     return (float(ci.low), float(ci.high))
 
 
+def first_entry_wins(spec: str | Player, opponent: str, rules: Rules, games: int, seed: int) -> np.ndarray:
+    """Per game, 1.0 where entry 0 (`spec`) finished first against `opponent` at every other seat of `rules`."""
+    result = play_tournament([spec] + [opponent] * (rules.players - 1), games, rules, seed, rate=False)
+    return (result.places[:, 0] == 1).astype(np.float64)
+
+
+def paired_difference(wins_a: np.ndarray, wins_b: np.ndarray) -> tuple[float, float, float]:
+    """A's win rate minus B's over the same games (the same dice and seats, game by game), with its 95% interval
+    from the per-game differences: ``(mean, low, high)``. Shared dice correlate the two results, so this interval
+    is narrower than two separate Wilson intervals, and it is the right one for "is A better on these games"."""
+    d = np.asarray(wins_a, dtype=np.float64) - np.asarray(wins_b, dtype=np.float64)
+    if len(d) < 2:
+        raise TournamentError(f"a paired interval needs at least 2 games, got {len(d)}")
+    half = 1.96 * d.std(ddof=1) / math.sqrt(len(d))
+    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
+
+
 def entry_labels(specs: Sequence[str]) -> list[str]:
     """Rating names of the entries: the spec, or ``spec#k`` (k from 1) for a spec listed more than once."""
     counts = {s: specs.count(s) for s in specs}

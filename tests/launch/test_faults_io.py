@@ -287,6 +287,17 @@ def test_a_huge_integer_is_one_line(tmp_path, script, args, says):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("script,args,says", [
+    ("paired.py", ["nosuch", "random", "hybrid"], "error: unknown variant 'nosuch': choose one of classic,"),
+    ("strength.py", ["classic", "nosuchbot", "games=10"], "error: unknown player 'nosuchbot': use a bot name"),
+    ("action_gaps.py", ["ckpt:/nonexistent"], "error: '/nonexistent' holds no policy: give a training run folder"),
+    ("snapshot_average.py", ["."], "error: '.' has no league.db: give a PPO or DQN run folder"),
+])
+def test_a_benchmark_given_a_bad_variant_player_or_folder_says_so_in_one_line(tmp_path, script, args, says):
+    one_line_failure(subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=tmp_path,
+                                    capture_output=True, text=True, timeout=300, check=False), says)
+
+
 def test_key_value_options_beside_specs_that_hold_an_equals_sign():
     defaults = {"games": 2000, "opponent": "random", "json": ""}
     options, positional = split_options(["classic", "search:run?depth=2", "games=40", "opponent=hybrid", "ckpt:x"],
