@@ -2,6 +2,7 @@
 
     python benchmarks/paired.py classic "search:outputs/train/<td run>?depth=2" ckpt:outputs/train/<td run>
     python benchmarks/paired.py pyludo A B games=5000 opponent=hybrid seed=1000003
+    python benchmarks/paired.py pyludo A B variant.star_capture=jump_end   # any rule, as launch/evaluate.py takes it
 
 A and B each play `games` games against three copies of `opponent` (default
 `random`) with the same seed: the same dice streams and the same seating, game
@@ -18,29 +19,31 @@ from __future__ import annotations
 
 import sys
 
-from launch.cli import UserError, fail, input_errors, split_options
-from ludo_env.rules import Rules
-from policies.league.evaluation import player_command
+from launch.cli import UserError, benchmark_rules, fail, input_errors, split_options
+from policies.league.evaluation import player_command, variant_label
 from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
 OPTIONS = {"games": 5000, "opponent": "random", "seed": 1000003}
-USAGE = "python benchmarks/paired.py <variant> <spec A> <spec B> [games=N] [opponent=bot] [seed=N]"
+USAGE = ("python benchmarks/paired.py <variant> <spec A> <spec B> [variant.<rule>=value ...] [games=N] [opponent=bot] "
+         "[seed=N]")
 
 
 def main(argv: list[str]) -> None:
     options, positional = split_options(argv, OPTIONS, USAGE)
-    if len(positional) != 3:
-        raise UserError(f"give a variant and two player specs, got {len(positional)} arguments (usage: {USAGE})")
-    variant, a, b = positional
+    if not positional:
+        raise UserError(f"give a variant and two player specs (usage: {USAGE})")
+    rules, specs = benchmark_rules(positional[0], positional[1:], players=4)
+    if len(specs) != 2:
+        raise UserError(f"give a variant and two player specs, got {len(specs) + 1} arguments (usage: {USAGE})")
+    (a, b), variant = specs, variant_label(rules)
     games, seed, opponent = options["games"], options["seed"], options["opponent"]
-    rules = Rules.load(variant, players=4)
     wins_a = first_entry_wins(a, opponent, rules, games, seed)
     wins_b = first_entry_wins(b, opponent, rules, games, seed)
     mean, diff_low, diff_high = paired_difference(wins_a, wins_b)
     for label, spec, wins in (("A", a, wins_a), ("B", b, wins_b)):
         low, high = wilson_interval(int(wins.sum()), games)
         print(f"{label}: {spec}: {wins.mean():.1%} [{low:.1%}, {high:.1%}] vs 3 x {opponent}, {variant}, {games} games")
-        print(f"   {player_command(spec, opponent, variant, 4, games, seed)}")
+        print(f"   {player_command(spec, opponent, rules, games, seed)}")
     print(f"A - B: {mean:+.1%} [{diff_low:+.1%}, {diff_high:+.1%}] (paired by game; "
           f"games that differ: {int((wins_a != wins_b).sum())})")
 

@@ -4,7 +4,8 @@
     python benchmarks/strength.py classic ckpt:outputs/train/<ga run> games=2000 opponents=random,semi_smart
 
 Arguments: the variant, then player specs (anything `launch/evaluate.py`
-takes), then ``key=value`` options: ``games`` (default 2000; a multiple of 4
+takes) and any rule changes (``variant.star_capture=jump_end``), then
+``key=value`` options: ``games`` (default 2000; a multiple of 4
 seats everyone equally), ``opponents`` (default ``random,hybrid``), ``seed``
 (default 1000003, the training runs' evaluation seed), ``json=<file>`` to
 append every cell as a JSON line. Each cell is one `play_tournament` of the
@@ -19,32 +20,35 @@ import json
 import sys
 import time
 
-from launch.cli import UserError, fail, input_errors, split_options
-from policies.league.evaluation import player_command
+from launch.cli import UserError, benchmark_rules, fail, input_errors, split_options
+from policies.league.evaluation import player_command, variant_label
 from policies.tournament import play_tournament
 
 OPTIONS = {"games": 2000, "opponents": "random,hybrid", "seed": 1000003, "json": ""}
-USAGE = ("python benchmarks/strength.py <variant> <spec> [<spec> ...] [games=N] [opponents=a,b] [seed=N] "
-         "[json=<file>]")
+USAGE = ("python benchmarks/strength.py <variant> <spec> [<spec> ...] [variant.<rule>=value ...] [games=N] "
+         "[opponents=a,b] [seed=N] [json=<file>]")
 
 
 def main(argv: list[str]) -> None:
     options, positional = split_options(argv, OPTIONS, USAGE)
-    if len(positional) < 2:
+    if not positional:
         raise UserError(f"give a variant and at least one player spec (usage: {USAGE})")
-    variant, specs = positional[0], positional[1:]
+    rules, specs = benchmark_rules(positional[0], positional[1:], players=4)
+    if not specs:
+        raise UserError(f"give a variant and at least one player spec (usage: {USAGE})")
+    variant = variant_label(rules)
     games, seed = options["games"], options["seed"]
     print("| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for spec in specs:
         for opponent in options["opponents"].split(","):
             start = time.perf_counter()
-            result = play_tournament([spec] + [opponent] * 3, games, variant, seed, rate=False)
+            result = play_tournament([spec] + [opponent] * 3, games, rules, seed, rate=False)
             seconds = time.perf_counter() - start
             row = result.rows[0] if result.rows[0].player == spec else next(r for r in result.rows
                                                                              if r.player == spec)
             low, high = row.win_rate_ci95
-            command = player_command(spec, opponent, variant, 4, games, seed)
+            command = player_command(spec, opponent, rules, games, seed)
             print(f"| {variant} | `{spec}` | 3 x {opponent} | {row.win_rate:.1%} [{low:.1%}, {high:.1%}] | "
                   f"{row.mean_place:.2f} | {games} | {seconds:.0f} |", flush=True)
             print(f"|  | `{command}` |  |  |  |  |  |", flush=True)

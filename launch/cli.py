@@ -241,6 +241,25 @@ def gcs_answers(address: str, timeout: float = 5.0) -> bool:
         return False
 
 
+def benchmark_rules(variant: str, args: list[str], players: int):
+    """The `Rules` a benchmark plays: `variant` (a name or a YAML path) with the ``variant.<field>=value`` arguments
+    among `args` applied (values read as YAML, as Hydra reads them: ``variant.star_capture=jump_end``); returns
+    ``(rules, the other arguments)``. A bad field or value is one line (`RulesError`, `UserError`)."""
+    import yaml
+
+    from ludo_env.rules import Rules
+
+    check_variant_overrides(args, players_from="the seats the benchmark fills")
+    overrides, rest = {}, []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if eq and key.startswith("variant."):
+            overrides[key[len("variant."):]] = yaml.safe_load(value) if value else ""
+        else:
+            rest.append(arg)
+    return Rules.load(variant, players=players, **overrides), rest
+
+
 def check_variant_overrides(argv: list[str], players_from: str) -> None:
     """``variant.<field>=`` must name a rule field, and ``variant.players`` is set by `players_from`, not by hand."""
     import dataclasses

@@ -52,7 +52,6 @@ from launch.runs import (
     eval_suffix,
     panel_score,
     stop_on_sigterm,
-    variant_overrides,
     write_json,
 )
 from ludo_env.rules import Rules
@@ -309,11 +308,11 @@ def best_summary(cfg, run_dir: RunDir, best: dict[str, Any] | None,
 
 def final_lines(cfg, policy: Path, final: dict[str, Any] | None) -> tuple[list[str], list[str]]:
     """Summary lines of a final evaluation (win rate, Wilson 95% interval) and the commands that replay it."""
-    players = int(cfg.variant.players)
+    rules = Rules.load(build.rules_mapping(cfg))
+    players = rules.players
     lines, commands = [], []
     for r in (final or {}).get("results", []):
-        command = evaluate_command(str(policy), r["opponent"], cfg.variant.name, players, r["games"],
-                                   cfg.eval.seed) + variant_overrides(cfg)
+        command = evaluate_command(str(policy), r["opponent"], rules, r["games"], cfg.eval.seed)
         commands.append(command)
         lo, hi = r["ci95"]
         lines.append(f"vs {players - 1} x {r['opponent']}: win rate {100 * r['win_rate']:.1f}% "

@@ -25,7 +25,6 @@ resume: snapshots frozen after the last checkpoint stay in the league.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import secrets
@@ -464,26 +463,3 @@ def flatten(tree: dict) -> dict[str, float]:
         elif hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             out[name] = value.item()
     return out
-
-
-def variant_overrides(cfg: TrainConfig) -> str:
-    """``variant.<field>=value`` for every rule that differs from the named variant, for the evaluate command."""
-    from launch import build
-    from ludo_env.rules import Rules
-
-    ours = build.rules_mapping(cfg)
-    named = dataclasses.asdict(Rules.load(ours["name"], players=ours["players"]))
-    diffs = [f"variant.{k}={override_value(v)}" for k, v in ours.items()
-             if k not in ("players",) and override_value(named[k]) != override_value(v)]
-    return "".join(f" {d}" for d in diffs)
-
-
-def override_value(value: Any) -> str:
-    """`value` as the right-hand side of a Hydra override (``key=<this>``)."""
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(override_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if value is None:
-        return "null"
-    return str(value)

@@ -54,7 +54,6 @@ from launch.runs import (
     keep_run_settings,
     leaves,
     merge_overrides,
-    override_value,
     record_ray_session,
     stop_leftovers,
 )
@@ -63,7 +62,7 @@ from launch.schema import RLLIB_ALGOS, TrainConfig, check
 from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError, read_meta, write_policy
-from policies.league.evaluation import evaluate_panel, learned_player, panel_record
+from policies.league.evaluation import evaluate_panel, learned_player, override_value, panel_record
 from policies.league.league import MAIN_MEMBER, League, normalized_external
 from policies.league.pool import MAIN, snapshot_id
 from policies.league.store import DB_NAME, LeagueStore

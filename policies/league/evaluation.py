@@ -55,14 +55,39 @@ def panel_record(results: Sequence[PanelResult | dict[str, Any]]) -> dict[str, d
     return {r["opponent"]: {"win_rate": r["win_rate"], "ci95": list(r["ci95"]), "games": r["games"]} for r in rows}
 
 
-def evaluate_command(policy_path: str, opponent: str, rules_name: str, players: int, games: int, seed: int) -> str:
+def evaluate_command(policy_path: str, opponent: str, rules: Rules, games: int, seed: int) -> str:
     """The shell command that replays one panel evaluation from a saved policy."""
-    return player_command(f"ckpt:{policy_path}", opponent, rules_name, players, games, seed)
+    return player_command(f"ckpt:{policy_path}", opponent, rules, games, seed)
 
 
-def player_command(spec: str, opponent: str, rules_name: str, players: int, games: int, seed: int) -> str:
-    """The shell command that replays `spec` against ``players - 1`` copies of `opponent`."""
+def player_command(spec: str, opponent: str, rules: Rules, games: int, seed: int) -> str:
+    """The shell command that replays `spec` against ``rules.players - 1`` copies of `opponent` in `rules`."""
     shown = f'"{spec}"' if any(c in spec for c in "?&=") else spec  # Hydra parses ?, & and = only quoted
-    seats = ",".join([shown] + [opponent] * (players - 1))
+    seats = ",".join([shown] + [opponent] * (rules.players - 1))
     return shlex.join(["python", "launch/evaluate.py", f"players=[{seats}]", f"games={games}",
-                       f"seed={seed}", f"variant={rules_name}"])
+                       f"seed={seed}", *variant_arguments(rules)])
+
+
+def variant_arguments(rules: Rules) -> list[str]:
+    """``variant=<name>``, then ``variant.<field>=value`` for every rule of `rules` that differs from the named
+    variant's (the player count comes from the seats): what `launch/evaluate.py` needs to play these rules."""
+    named = Rules.load(rules.name, players=rules.players).to_dict()
+    ours = rules.to_dict()
+    return [f"variant={rules.name}"] + [f"variant.{key}={override_value(value)}" for key, value in ours.items()
+                                        if key != "players" and override_value(named[key]) != override_value(value)]
+
+
+def variant_label(rules: Rules) -> str:
+    """The variant's name and its changed rules, for a table: ``pyludo star_capture=jump_end``."""
+    return " ".join(arg.removeprefix("variant=").removeprefix("variant.") for arg in variant_arguments(rules))
+
+
+def override_value(value: Any) -> str:
+    """`value` as the right-hand side of a Hydra override (``key=<this>``)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    return str(value)
