@@ -1,6 +1,7 @@
 """Does averaging a run's last snapshots make a stronger policy than its last one? Paired, per run.
 
-    python benchmarks/snapshot_average.py <run> [<run> ...] [last=5] [games=5000] [seed=1000003] [opponents=random,hybrid]
+    python benchmarks/snapshot_average.py <run> [<run> ...] [last=5] [games=5000] [seed=1000003]
+    python benchmarks/snapshot_average.py <run> opponents=random,hybrid,heuristic000
 
 For each training run, the weights of its last `last` league snapshots
 (``main@<iteration>`` in ``<run>/league.db``, evicted ones included, by

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ludo_env.rules import Rules
+from ludo_env.rules import Rules, available_variants
 from policies.players import CheckpointPlayer
 from policies.tournament import play_tournament
 
@@ -70,11 +70,13 @@ def player_command(spec: str, opponent: str, rules: Rules, games: int, seed: int
 
 def variant_arguments(rules: Rules) -> list[str]:
     """``variant=<name>``, then ``variant.<field>=value`` for every rule of `rules` that differs from the named
-    variant's (the player count comes from the seats): what `launch/evaluate.py` needs to play these rules."""
-    named = Rules.load(rules.name, players=rules.players).to_dict()
+    variant's (the player count comes from the seats): what `launch/evaluate.py` needs to play these rules. Rules
+    whose name is no variant in conf/variant (loaded from a file) are written as changes to ``classic``."""
+    base = rules.name if rules.name in available_variants() else "classic"
+    named = Rules.load(base, players=rules.players).to_dict()
     ours = rules.to_dict()
-    return [f"variant={rules.name}"] + [f"variant.{key}={override_value(value)}" for key, value in ours.items()
-                                        if key != "players" and override_value(named[key]) != override_value(value)]
+    return [f"variant={base}"] + [f"variant.{key}={override_value(value)}" for key, value in ours.items()
+                                  if key != "players" and override_value(named[key]) != override_value(value)]
 
 
 def variant_label(rules: Rules) -> str:

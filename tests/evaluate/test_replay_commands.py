@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from launch.cli import UserError, benchmark_rules
 from ludo_env.rules import Rules, RulesError
@@ -25,6 +26,10 @@ def test_a_named_variant_is_its_name_and_each_changed_rule_is_one_override():
     assert variant_arguments(changed) == ["variant=pyludo", "variant.enter_rolls=[5,6]",
                                           "variant.star_capture=jump_end"]
     assert variant_label(changed) == "pyludo enter_rolls=[5,6] star_capture=jump_end"
+    from_file = Rules.load({**Rules.load("quick", players=2).to_dict(), "name": "mine", "blockades": True})
+    assert variant_arguments(from_file)[:2] == ["variant=classic", "variant.name=mine"]
+    changes = dict(arg.removeprefix("variant.").split("=", 1) for arg in variant_arguments(from_file)[1:])
+    assert Rules.load("classic", players=2, **{k: yaml.safe_load(v) for k, v in changes.items()}) == from_file
 
 
 def test_benchmark_rules_reads_changed_rules_as_yaml_and_leaves_the_rest():
