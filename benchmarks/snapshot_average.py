@@ -8,7 +8,7 @@ For each training run, the weights of its last `last` league snapshots
 iteration) are averaged tensor by tensor into one policy of the same kind,
 written to ``<run>/averaged_last<K>/``. The last snapshot (the run's policy
 when it ended: the loop freezes main at its last iteration) and the average
-then play the same `games` games against three copies of each opponent, in
+then play the same `games` games against each opponent at every other seat, in
 the rules the run was trained in (its ``policy.json``), and each line gives
 both win rates and the paired difference with its 95% interval (as
 `policies.tournament.paired_difference`: the same dice and seats, game by game).
@@ -31,8 +31,8 @@ import torch
 from launch.cli import UserError, fail, input_errors, split_options
 from ludo_env.rules import Rules
 from policies.checkpoints import load_weights, read_meta, write_policy
-from policies.league.league import SNAPSHOT_DIR
-from policies.league.store import LeagueStore
+from policies.league.league import member_policy_folder
+from policies.league.store import DB_NAME, LeagueStore
 from policies.saved import SAVED_MODULE_KINDS
 from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
@@ -43,12 +43,12 @@ USAGE = ("python benchmarks/snapshot_average.py <run> [<run> ...] [last=K] [game
 
 def snapshot_folders(run: Path) -> list[Path]:
     """The policy folders of a run's snapshots, oldest first (by iteration)."""
-    db = run / "league.db"
+    db = run / DB_NAME
     if not db.is_file():
-        raise UserError(f"'{run}' has no league.db: give a PPO or DQN run folder (usage: {USAGE})")
+        raise UserError(f"'{run}' has no {DB_NAME}: give a PPO or DQN run folder (usage: {USAGE})")
     with LeagueStore.open(db, create=False, read_only=True) as store:
-        snapshots = sorted((m for m in store.members(kinds=["snapshot"])), key=lambda m: m.iteration or 0)
-    return [run / m.spec.removeprefix("ckpt:") for m in snapshots if m.spec.startswith(f"ckpt:{SNAPSHOT_DIR}/")]
+        snapshots = sorted(store.members(kinds=["snapshot"]), key=lambda m: m.iteration or 0)
+    return [member_policy_folder(m, run) for m in snapshots]
 
 
 def average_policy(folders: list[Path], dest: Path) -> Path:
@@ -79,7 +79,7 @@ def compare(run: Path, last: int, games: int, seed: int, opponents: list[str]) -
         wins_avg = first_entry_wins(f"ckpt:{averaged}", opponent, rules, games, seed)
         mean, low, high = paired_difference(wins_avg, wins_last)
         (lo_l, hi_l), (lo_a, hi_a) = (wilson_interval(int(w.sum()), games) for w in (wins_last, wins_avg))
-        print(f"  vs 3 {opponent}: last {wins_last.mean():.1%} [{lo_l:.1%}, {hi_l:.1%}], averaged "
+        print(f"  vs {rules.players - 1} {opponent}: last {wins_last.mean():.1%} [{lo_l:.1%}, {hi_l:.1%}], averaged "
               f"{wins_avg.mean():.1%} [{lo_a:.1%}, {hi_a:.1%}], averaged - last {mean:+.1%} "
               f"[{low:+.1%}, {high:+.1%}] ({games} games, seed {seed})")
 

@@ -54,6 +54,15 @@ MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
 
 
+def member_policy_folder(member: Member, db_folder: Path) -> Path | None:
+    """Where a learned member's weights are: its ``ckpt:`` spec, relative to `db_folder` (the database's folder)
+    unless absolute; None for a member that is no saved policy (a bot, ``search:``, main)."""
+    if not member.spec.startswith("ckpt:"):
+        return None
+    path = Path(member.spec[len("ckpt:"):])
+    return path if path.is_absolute() else db_folder / path
+
+
 @dataclass(frozen=True)
 class LeagueSettings:
     """How a league behaves; `launch.schema.LeagueConfig` (conf/league) is an editable copy of these fields."""
@@ -210,11 +219,8 @@ class League:
         return name
 
     def policy_folder(self, member: Member) -> Path | None:
-        """Where a learned member's weights are (relative specs are relative to the database's folder)."""
-        if not member.spec.startswith("ckpt:"):
-            return None
-        path = Path(member.spec[len("ckpt:"):])
-        return path if path.is_absolute() else self.folder / path
+        """Where a learned member's weights are (`member_policy_folder`)."""
+        return member_policy_folder(member, self.folder)
 
     # ------------------------------------------------------------------ matchmaking
     def matchmaker(self, seed: int, rounds_back: int | None = None, with_externals: bool = True) -> Matchmaker:
