@@ -66,6 +66,7 @@ import importlib
 import inspect
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -228,6 +229,36 @@ class BotPlayer:
 
     def __repr__(self) -> str:
         return f"BotPlayer({self.name!r})"
+
+
+class MoveTimeout(PlayerError):
+    """A player took longer than its per-move time limit; one line naming the player and the limit."""
+
+
+def call_with_time_limit(fn: Any, seconds: float | None, who: str) -> Any:
+    """``fn()``, or `MoveTimeout` if it has not returned within `seconds` (None: no limit).
+
+    The call runs in a daemon thread: Python cannot stop a thread, so a call that never returns is abandoned
+    there and cannot keep the program from exiting. Whatever `fn` raises is raised here, unchanged.
+    """
+    if seconds is None:
+        return fn()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as err:  # handed to the caller, who decides what it means
+            outcome["error"] = err
+
+    worker = threading.Thread(target=run, name=f"move of {who}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise MoveTimeout(f"{who} took longer than {seconds:g} s to choose a move")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 # ------------------------------------------------------------ bring your own bot
