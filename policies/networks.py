@@ -233,6 +233,8 @@ class NetworkConfig:
                 layernorm=self.layernorm,
                 init=self.kind,
             )
+        if self.kind != "token_set":
+            raise _unbuilt_kind(self.kind, "encoder")
         layout = token_layout(obs) if obs is not None else None
         if layout is None:
             raise NetworkConfigError(
@@ -280,6 +282,8 @@ class NetworkConfig:
                 per_token=scores_actions,
                 output_activation=output_activation,
             )
+        if self.kind != "mlp" and self.kind not in SEED_INITS:
+            raise _unbuilt_kind(self.kind, "head")
         init = {}
         if self.kind in SEED_INITS:
             weights, weights_kwargs, bias, bias_kwargs = SEED_INITS[self.kind]
@@ -298,6 +302,12 @@ class NetworkConfig:
             output_layer_activation=ACTIVATIONS.get(output_activation, "linear"),
             **init,
         )
+
+
+def _unbuilt_kind(kind: str, part: str) -> NetworkConfigError:
+    """A kind listed in NETWORK_KINDS that this builder has no branch for: a new kind must say how its `part` is
+    built rather than pass for another kind."""
+    return NetworkConfigError(f"network.kind={kind!r} has no {part} builder: add one to NetworkConfig.{part}_config")
 
 
 # ------------------------------------------------------------------ building blocks

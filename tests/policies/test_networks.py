@@ -459,3 +459,15 @@ def test_dueling_double_q_dqn_with_the_token_set_trains(ray_session):
         assert main["num_module_steps_trained"] > 0 and np.isfinite(main["qf_loss"])
     finally:
         algo.stop()
+
+
+def test_a_kind_listed_without_builders_is_refused_rather_than_built_as_another_kind(monkeypatch):
+    """A new kind added to NETWORK_KINDS, but not to the builders, must not pass for token_set or an MLP head."""
+    import policies.networks as networks
+
+    monkeypatch.setattr(networks, "NETWORK_KINDS", (*NETWORK_KINDS, "newkind"))
+    config = NetworkConfig(kind="newkind", hidden=[8])
+    with pytest.raises(NetworkConfigError, match="network.kind='newkind' has no encoder builder"):
+        config.encoder_config(obs_dim("egocentric"), "egocentric")
+    with pytest.raises(NetworkConfigError, match="network.kind='newkind' has no head builder"):
+        config.head_config([8], 4, actions=4)
