@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from launch.cli import UserError, fail, options_only
+from launch.cli import MAX_GAMES, UserError, check_integers, fail, input_errors, options_only
+from ludo_env.rules import Rules
 from policies.bots import BOT_NAMES
 from policies.tournament import play_tournament
 
@@ -21,11 +22,17 @@ USAGE = "python benchmarks/baselines.py [games=N] [variants=a,b] [seed=N]"
 
 def main(argv: list[str]) -> None:
     settings = options_only(argv, OPTIONS, USAGE)
+    check_integers(settings, {"games": (1, MAX_GAMES)})
     games, seed = settings["games"], settings["seed"]
+    variants = [v.strip() for v in settings["variants"].split(",") if v.strip()]
+    if not variants:
+        raise UserError(f"variants= names no variant (usage: {USAGE})")
+    for variant in variants:  # every one loads before the first row is played
+        Rules.load(variant, players=4)
     print(f"{games:,} games per row, seed {seed}, seats rotated; win rate [95% Wilson interval], mean place\n")
     print("| variant | bot | vs 3 random | place | vs 3 hybrid | place |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for variant in settings["variants"].split(","):
+    for variant in variants:
         for bot in BOT_NAMES:
             cells = []
             for field in ("random", "hybrid"):
@@ -44,5 +51,5 @@ def _first_entry(result):
 if __name__ == "__main__":
     try:
         main(sys.argv[1:])
-    except UserError as err:
+    except input_errors() as err:
         fail(err)

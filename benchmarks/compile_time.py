@@ -17,7 +17,6 @@ What is measured
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -25,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from launch.cli import OneLineParser, positive
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,13 +74,12 @@ def measure(variant: str, enabled: bool) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", default="pyludo", help="rules the kernels are compiled for")
-    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per mode; medians are reported")
+    parser.add_argument("--repeats", type=positive(int), default=3,
+                        help="fresh processes per mode; medians are reported")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
-    if args.repeats < 1:
-        sys.exit(f"error: --repeats={args.repeats} is not allowed: give 1 or more")
 
     runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     for _ in range(args.repeats):

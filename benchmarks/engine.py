@@ -27,7 +27,6 @@ are created and stepped once (state rows, dice streams, masks, events).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -39,6 +38,7 @@ os.environ["NUMBA_NUM_THREADS"] = "1"
 
 import numpy as np  # noqa: E402
 
+from launch.cli import OneLineParser, positive  # noqa: E402
 from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random, step_batch  # noqa: E402
 from ludo_env.rules import Rules  # noqa: E402
 
@@ -90,10 +90,11 @@ def memory_for(games: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=20_000, help="our games per timed call")
-    parser.add_argument("--ludopy-games", type=int, default=40, help="ludopy games per timed run")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per side; medians are reported")
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=positive(int), default=20_000, help="our games per timed call")
+    parser.add_argument("--ludopy-games", type=positive(int), default=40, help="ludopy games per timed run")
+    parser.add_argument("--repeats", type=positive(int), default=5,
+                        help="timed runs per side; medians are reported")
     parser.add_argument("--core", type=int, default=0, help="CPU core to pin to")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()

@@ -43,6 +43,7 @@ from pathlib import Path
 
 os.environ["NUMBA_NUM_THREADS"] = "1"
 
+from launch.cli import OneLineParser, fail, input_errors, positive  # noqa: E402
 from ludo_env.engine import compile_rules, new_batch, play_random  # noqa: E402
 from ludo_env.rules import Rules  # noqa: E402
 from policies.tournament import available_cores, play_tournament  # noqa: E402
@@ -153,15 +154,16 @@ def print_policies(result: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=20_000, help="games per timed call")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per row; medians are reported")
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=positive(int), default=20_000, help="games per timed call")
+    parser.add_argument("--repeats", type=positive(int), default=5,
+                        help="timed runs per row; medians are reported")
     parser.add_argument("--core", type=int, default=0, help="CPU core to pin to")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--policy", action="append", default=[], metavar="NAME=FOLDER",
                         help="a learned policy to time (default: every folder in benchmarks/policies)")
     parser.add_argument("--policy-games", default="2000,10000,50000", help="tournament sizes for the policy rows")
-    parser.add_argument("--policy-repeats", type=int, default=3, help="timed runs per policy row")
+    parser.add_argument("--policy-repeats", type=positive(int), default=3, help="timed runs per policy row")
     parser.add_argument("--policy-threads", default="1,0",
                         help="tournament threads for the policy rows, comma-separated; 0: one per core")
     parser.add_argument("--no-policies", action="store_true", help="bots and engine only")
@@ -208,4 +210,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except input_errors() as err:  # a bad variant or player folder (damaged or empty weights): one line
+        fail(err)

@@ -6,13 +6,17 @@
 
 Reads each run folder's ``metrics.jsonl`` (one line per iteration) and
 ``summary.json`` (every evaluation of greedy main against the panel, and the
-final one). Needs the ``bench`` extra (matplotlib).
+final one). Needs the ``bench`` extra (matplotlib). A run folder without
+them, or a ``summary.json`` that is not UTF-8 JSON, is refused in one line; a
+``metrics.jsonl`` line that is not UTF-8 JSON is left out with a warning
+naming the file and the line.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
+
+from launch.cli import OneLineParser, UserError, fail, read_jsonl
 
 
 X_AXES = {"minutes": "training minutes", "env_steps": "env steps (millions)"}
@@ -20,11 +24,18 @@ X_AXES = {"minutes": "training minutes", "env_steps": "env steps (millions)"}
 
 def curves(run: Path, x: str = "minutes") -> dict[str, list[tuple[float, float, float, float]]]:
     """Per panel opponent: (`x` of its metrics rows, win rate, ci low, ci high) at every evaluation."""
+    if not run.is_dir():
+        raise UserError(f"{run}: no such run folder")
     x_at = {}
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        x_at[row["iteration"]] = row[x]  # a resumed run may log an iteration twice: keep the last
-    summary = json.loads((run / "summary.json").read_text())
+    try:
+        rows = read_jsonl(run / "metrics.jsonl", "metrics row")
+    except OSError as err:
+        raise UserError(f"{run / 'metrics.jsonl'}: cannot read it ({err.strerror or err}): give a training run "
+                        "folder") from None
+    for row in rows:
+        if "iteration" in row and x in row:
+            x_at[row["iteration"]] = row[x]  # a resumed run may log an iteration twice: keep the last
+    summary = read_summary(run / "summary.json")
     evaluations = list(summary["evaluations"])
     if summary.get("final_evaluation"):
         evaluations.append(summary["final_evaluation"])
@@ -38,8 +49,23 @@ def curves(run: Path, x: str = "minutes") -> dict[str, list[tuple[float, float, 
     return out
 
 
+def read_summary(path: Path) -> dict:
+    """A run's ``summary.json``; anything else is a `UserError` of one line naming the file."""
+    try:
+        summary = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise UserError(f"{path}: cannot read it ({err.strerror or err}): give a finished training run") from None
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path}: byte {err.object[err.start]:#04x} at offset {err.start} is not UTF-8") from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path}: not JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("evaluations"), list):
+        raise UserError(f"{path}: not a run summary (no list of evaluations)")
+    return summary
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="training run folders")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_curve.png"))
     parser.add_argument("--x", choices=X_AXES, default="minutes", help="the horizontal axis")
@@ -54,7 +80,10 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = {label: curves(run, args.x) for label, run in zip(labels, args.runs)}
+    try:
+        runs = {label: curves(run, args.x) for label, run in zip(labels, args.runs)}
+    except UserError as err:
+        fail(err)
     scale = 1e-6 if args.x == "env_steps" else 1.0
     opponents = sorted({o for points in runs.values() for o in points})
     fig, axes = plt.subplots(1, len(opponents), figsize=(5 * len(opponents), 3.8), squeeze=False)

@@ -22,7 +22,6 @@ on its other core.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -32,6 +31,7 @@ os.environ["NUMBA_NUM_THREADS"] = "1"
 
 import numpy as np  # noqa: E402
 
+from launch.cli import OneLineParser, fail, input_errors, positive  # noqa: E402
 from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch  # noqa: E402
 from ludo_env.rules import Rules  # noqa: E402
 from policies.players import make_player  # noqa: E402
@@ -74,14 +74,14 @@ def time_player(player, states, tab, masks, batch: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--value", required=True, help="a TD(lambda) run or policy folder")
     parser.add_argument("--policy", help="a PPO run or policy folder: its critic and MCTS")
     parser.add_argument("--variant", default="pyludo")
-    parser.add_argument("--positions", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--sims", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--positions", type=positive(int), default=64)
+    parser.add_argument("--batch", type=positive(int), default=64)
+    parser.add_argument("--sims", type=positive(int), default=32)
+    parser.add_argument("--repeats", type=positive(int), default=3)
     parser.add_argument("--core", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -119,4 +119,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except input_errors() as err:  # a bad variant or player folder (damaged or empty weights): one line
+        fail(err)

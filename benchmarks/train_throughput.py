@@ -74,6 +74,7 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 import numpy as np
 
+from launch.cli import OneLineParser, positive
 from policies.league.pool import MAIN
 
 ALGOS = ("ppo", "dqn")
@@ -248,12 +249,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
         taken = next((i for i, a in enumerate(rest) if a.startswith("-")), len(rest))
         per_game, argv = rest[:taken], argv[:at] + rest[taken:]
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     epilog="Other arguments key=value are launch/train.py overrides of both sides; "
-                                            "--per-game KEY=VALUE ... applies to the per-game side only.")
+    parser = OneLineParser(description=__doc__.splitlines()[0],
+                           epilog="Other arguments key=value are launch/train.py overrides of both sides; "
+                                  "--per-game KEY=VALUE ... applies to the per-game side only.")
     parser.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS), help="algorithms to measure")
-    parser.add_argument("--seconds", type=float, default=30.0, help="length of a timed window (whole iterations)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed windows per side; medians are reported")
+    parser.add_argument("--seconds", type=positive(float), default=30.0,
+                        help="length of a timed window (whole iterations)")
+    parser.add_argument("--repeats", type=positive(int), default=3, help="timed windows per side; medians are reported")
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations per side before timing")
     parser.add_argument("--snapshots", type=int, default=-1,
                         help="snapshot slots to fill before timing (-1: all of league.max_snapshots)")

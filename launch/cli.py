@@ -1,6 +1,7 @@
 """What the launch scripts share: user errors as one line, and composing the config before Hydra runs."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -25,10 +26,11 @@ def one_line(err: BaseException) -> str:
         # *_schema entries are the typed schemas (launch/schema.py), not choices
         choices = [o for o in options.partition(":")[2].split() if not o.endswith("_schema")]
         line += f": choose one of {', '.join(choices)}"
-    if "LexerNoViableAltException" in line and any(c in line for c in "?&"):
+    if ("LexerNoViableAltException" in line or "no viable alternative" in line) and any(c in line for c in "?&"):
         # search: and mcts: specs carry ?key=value&... which Hydra's override grammar only takes quoted
+        detail = line.partition("LexerNoViableAltException")[2] if "LexerNoViableAltException" in line else f": {line}"
         line = ("cannot parse this override: quote a player spec that has ?, & or = in it, e.g. "
-                "'players=[\"search:<path>?depth=2\",random]'" + line.partition("LexerNoViableAltException")[2])
+                "'players=[\"search:<path>?depth=2\",random]'" + detail)
     cause = str(err.__cause__ or "").strip()
     if cause and "$VALUE" not in cause and cause.splitlines()[0].rstrip(".") not in line:
         line += f": {cause.splitlines()[0].rstrip('.')}"
@@ -275,3 +277,158 @@ def check_variant_overrides(argv: list[str], players_from: str) -> None:
             raise UserError(
                 f"unknown rule field '{key[len('variant.'):]}': allowed fields are {', '.join(rule_fields)}"
             )
+
+
+# ------------------------------------------------------------------ more of what every command shares
+INTERRUPTED = 130
+"""The shell's exit status for a program stopped by SIGINT (Ctrl-C)."""
+
+
+def catch_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt even in a process started in the background by a shell (``cmd &``), which
+    inherits SIGINT ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def stop_interrupted(what: str) -> None:
+    """After Ctrl-C: one line on stderr (``interrupted: <what>``) and exit status 130, at once. The process ends
+    with ``os._exit``, so a worker thread still inside a numba kernel or a user's bot cannot hold it up; what
+    stdout holds is flushed first."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    print(f"\ninterrupted: {what}", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
+
+
+def emit(text: str) -> None:
+    """Print `text` on stdout and flush it now. A stdout that cannot take it (a full disk) is a `UserError` of one
+    line, not a traceback; a reader that closed the pipe ends the command quietly with 141, as SIGPIPE does. Either
+    way nothing is left to fail again when Python flushes at exit."""
+    try:
+        print(text, flush=True)
+    except OSError as err:
+        try:  # what the buffer still holds goes nowhere, so the flush at exit cannot fail
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        if isinstance(err, BrokenPipeError):  # the reader stopped on purpose (`| head`): no error, as SIGPIPE would
+            raise SystemExit(128 + 13) from None
+        raise UserError(f"cannot write to stdout ({err.strerror or err})") from None
+
+
+def check_seconds(key: str, value: Any, positive: bool = False, none_ok: bool = False) -> float | None:
+    """A number of seconds from a setting: finite and >= 0 (`positive`: > 0); None where `none_ok`. `UserError` of
+    one line naming `key` otherwise (nan and inf included)."""
+    import math
+
+    if value is None and none_ok:
+        return None
+    wanted = "seconds > 0" if positive else "seconds >= 0"
+    if none_ok:
+        wanted += " (null: no limit)"
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{key}={value!r} is not allowed: give {wanted}") from None
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):
+        raise UserError(f"{key}={value} is not allowed: give {wanted}")
+    return seconds
+
+
+def check_known_keys(settings: dict[str, Any], schema: Any) -> None:
+    """Every top-level key of composed `settings` is a field of the dataclass `schema`: a ``+key=value`` override
+    Hydra adds without a check is refused in one line, not ignored."""
+    import dataclasses
+
+    fields = [f.name for f in dataclasses.fields(schema)]
+    for key in settings:
+        if key not in fields:
+            raise UserError(f"unknown setting '{key}': allowed settings are {', '.join(fields)}")
+
+
+def remove_hydra_run_dir(run_dir: str | Path, log_name: str) -> None:
+    """Undo what Hydra wrote for a run that was refused: its ``.hydra`` folder and `log_name` in `run_dir`, then the
+    folder itself and the folders above it inside the working directory (``outputs/evaluate``), each only if
+    nothing else is left in it (a folder the user filled stays)."""
+    import shutil
+
+    run_dir = Path(run_dir).absolute()
+    shutil.rmtree(run_dir / ".hydra", ignore_errors=True)
+    (run_dir / log_name).unlink(missing_ok=True)
+    cwd = Path.cwd().absolute()
+    folder = run_dir
+    while True:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            return
+        folder = folder.parent
+        if folder == cwd or cwd not in folder.parents:
+            return
+
+
+def read_jsonl(path: Path, what: str = "row", warned: set | None = None) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, one a line. A line that is not UTF-8, not JSON or not an object is left out
+    with a one-line warning on stderr naming the file and the line (once per line number kept in `warned`, for a
+    reader that reads the file again and again); a run still being written may end in half a line, which is left
+    out quietly. `OSError` (a missing file) is the caller's."""
+    import json
+
+    data = Path(path).read_bytes()
+    lines = data.split(b"\n")
+    rows = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        last = number == len(lines)  # no newline after it: maybe half a line being written
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            problem = f"byte {raw[err.start]:#04x} at column {err.start + 1} is not UTF-8"
+        except json.JSONDecodeError as err:
+            if last:
+                continue
+            problem = f"not JSON ({err.msg})"
+        else:
+            if isinstance(row, dict):
+                rows.append(row)
+                continue
+            problem = f"a JSON {type(row).__name__}, not an object"
+        if warned is None or (str(path), number) not in warned:
+            print(f"warning: {path}:{number}: {problem}: this {what} is left out", file=sys.stderr)
+        if warned is not None:
+            warned.add((str(path), number))
+    return rows
+
+
+def positive(kind: type = int):
+    """An argparse ``type=`` that takes a `kind` number > 0 (and finite): ``--seconds -5`` is refused in one line."""
+    import math
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0 or not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not allowed: give a number > 0")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """`argparse.ArgumentParser` whose errors are one line (``error: <what> (--help lists the options)``, exit
+    status 2) rather than a usage block: every argparse script uses it."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {message.splitlines()[0] if message else 'bad arguments'} (--help lists the options)",
+              file=sys.stderr)
+        sys.exit(2)

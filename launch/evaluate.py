@@ -17,9 +17,16 @@ never changes). Seating, dice, ratings and game length are defined in
 ``record_player`` (default 0) to a JSONL record file (`policies.records`), the
 data ``+exp=imitate`` learns from.
 
+A ``py:`` bot's ``choose`` may take at most ``move_time_limit`` seconds per
+call (default 30; a call decides a batch of up to ``chunk`` games, so the
+limit is per call, not per game; ``move_time_limit=null``: no limit); what it
+prints goes to stderr, so stdout holds the table alone.
+
 Any user error (an unknown key, a value of the wrong type, a bad player spec,
-rules the variant refuses, a bot that answers illegally) prints one line to
-stderr and exits with status 2.
+rules the variant refuses, a bot that answers illegally or too slowly) prints
+one line to stderr and exits with status 2, and leaves no run folder behind.
+Ctrl-C stops within a second or two with one line and exit status 130,
+writing no report.
 """
 from __future__ import annotations
 
@@ -36,13 +43,19 @@ from launch.cli import (
     MAX_GAMES,
     MAX_PLIES,
     UserError,
+    catch_interrupts,
     check_hydra_outputs,
     check_integers,
+    check_known_keys,
     check_output,
+    check_seconds,
     check_variant_overrides,
     compose,
+    emit,
     fail,
     input_errors,
+    remove_hydra_run_dir,
+    stop_interrupted,
     write_text,
 )
 
@@ -74,6 +87,8 @@ class EvaluateConfig:
     threads: int = 0
     """Threads playing chunks at once (policies.tournament, Threads); 0: one per core this process may use. The
     results are the same for any count; a py: bot or a recording plays on one thread."""
+    move_time_limit: float | None = 30.0
+    """Seconds one call of a py: bot's choose may take (one batch of up to `chunk` games); None: no limit."""
 
 
 ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
@@ -87,7 +102,9 @@ def check_overrides(argv: list[str]) -> None:
     cfg = compose("evaluate", argv, return_hydra_config=True)
     settings = OmegaConf.to_container(cfg)
     settings.pop("hydra")
+    check_known_keys(settings, EvaluateConfig)  # +foo=1 adds a key the schema does not check
     check_integers(settings, integer_ranges(len(settings["players"])))  # before Hydra makes the run folder
+    check_seconds("move_time_limit", settings.get("move_time_limit"), positive=True, none_ok=True)
     check_hydra_outputs(cfg, ("out", "record"))
 
 
@@ -96,11 +113,17 @@ def integer_ranges(players: int) -> dict[str, tuple[int, int]]:
             "record_player": (0, max(0, players - 1)), "threads": (0, 256)}
 
 
+class ReportWritten(UserError):
+    """A failure after the report was written (stdout on a full disk): the run folder stays."""
+
+
 def evaluate(cfg: EvaluateConfig) -> Path:
     from ludo_env.rules import Rules
+    from policies.players import MoveTimeout
     from policies.tournament import play_tournament
 
     check_integers(cfg, integer_ranges(len(cfg.players)))
+    check_seconds("move_time_limit", cfg.move_time_limit, positive=True, none_ok=True)
     out = check_output(cfg.out or "evaluate.json", "out")  # before the tournament, not after it
     if cfg.record:
         check_output(cfg.record, "record")
@@ -120,33 +143,50 @@ def evaluate(cfg: EvaluateConfig) -> Path:
             record=cfg.record,
             record_entry=cfg.record_player,
             threads=cfg.threads,
+            move_time_limit=cfg.move_time_limit,
         )
+    except MoveTimeout as err:
+        raise UserError(f"{err} (move_time_limit={cfg.move_time_limit:g} s per call: raise it, or "
+                        "move_time_limit=null for none)") from None
     except input_errors() as err:
         raise UserError(str(err)) from None
-    print(result.table())
-    try:
+    try:  # the report first: a stdout that fails (a full disk) must not cost it
         write_text(out, result.to_json() + "\n")
     except OSError as err:
         raise UserError(f"out={out}: cannot write the report there ({err.strerror or err})") from None
-    print(f"report: {out}")
+    lines = [result.table(), f"report: {out}"]
     if cfg.record:
-        print(f"records: {cfg.record} (decisions of entry {cfg.record_player}, {cfg.players[cfg.record_player]}, "
-              "appended)")
+        lines.append(f"records: {cfg.record} (decisions of entry {cfg.record_player}, "
+                     f"{cfg.players[cfg.record_player]}, appended)")
+    try:
+        emit("\n".join(lines))
+    except UserError as err:
+        raise ReportWritten(f"{err}: the report is in {out}") from None
     return out
 
 
 @hydra.main(config_path="../conf", config_name="evaluate", version_base=None)
 def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
     config: EvaluateConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     try:
         evaluate(config)
     except UserError as err:
+        if not isinstance(err, ReportWritten):  # refused, or failed before the report: no run folder stays
+            remove_hydra_run_dir(HydraConfig.get().runtime.output_dir, "evaluate.log")
         fail(err)
+    except KeyboardInterrupt:
+        remove_hydra_run_dir(HydraConfig.get().runtime.output_dir, "evaluate.log")
+        raise
 
 
 if __name__ == "__main__":
+    catch_interrupts()
     try:
         check_overrides(sys.argv[1:])
+        main()
     except UserError as err:
         fail(err)
-    main()
+    except KeyboardInterrupt:
+        stop_interrupted("evaluation stopped, no report written")

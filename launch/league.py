@@ -25,7 +25,8 @@ robin) when ``games`` allows each set a game per seat, else as many
 distinct sets as fit, drawn with ``seed``. Seats rotate within each set.
 Every game and the new openskill ratings are stored in one transaction,
 then the standings are printed. A member whose policy no longer loads (its
-files moved or deleted) sits the round out, with a warning.
+files moved or deleted), or was trained for another player count or variant
+than the round's, sits the round out, with a warning.
 
 ``add`` loads every source before it writes anything and adds them all in
 one transaction: a source that does not load leaves the league as it was.
@@ -36,7 +37,9 @@ evicted, so its games stay in the others' history. A training run's main
 and snapshots are the run's to manage and are refused.
 
 Errors a user can fix (a path with no policy, an unknown option or bot, too
-few members) print one line and exit with status 2.
+few members, a policy trained for another player count) print one line, exit
+with status 2 and write nothing. Ctrl-C stops within a second or two with one
+line and exit status 130; a round not finished records nothing.
 """
 from __future__ import annotations
 
@@ -53,10 +56,12 @@ from launch.cli import (
     MAX_GAMES,
     RAY_DEPRECATIONS,
     UserError,
+    catch_interrupts,
     check_integers,
     check_output,
     fail,
     one_line,
+    stop_interrupted,
 )
 
 DEFAULT_LEAGUE = Path("outputs/league/league.db")
@@ -102,13 +107,11 @@ def integer(options: dict[str, str], key: str, default: int, low: int = 0, high:
     return value
 
 
-def open_league(options: dict[str, str], command: str):
-    from policies.league.league import League, LeagueSettings
-    from policies.league.store import LeagueStore
+def league_settings(options: dict[str, str], command: str):
+    """The `LeagueSettings` the options ask for; every problem a `UserError`, before any database is opened."""
+    from policies.league.league import LeagueSettings
     from policies.players import bot_names
 
-    path = Path(options.get("league", DEFAULT_LEAGUE))
-    store = LeagueStore.open(path, create=command != "show")
     players = integer(options, "players", 4, low=2)
     if players > 4:
         raise UserError(f"players={players} is not allowed: give 2, 3 or 4")
@@ -117,8 +120,39 @@ def open_league(options: dict[str, str], command: str):
     if unknown:
         raise UserError(f"bots: unknown bot {unknown[0]!r}: choose from {', '.join(bot_names())}")
     rated = bots if command == "play" else ()
-    settings = LeagueSettings(players=players, max_snapshots=0, bots=(), rated_bots=rated, with_main=False)
+    return LeagueSettings(players=players, max_snapshots=0, bots=(), rated_bots=rated, with_main=False)
+
+
+def open_league(options: dict[str, str], command: str, settings=None):
+    from policies.league.league import League
+    from policies.league.store import LeagueStore
+
+    settings = settings or league_settings(options, command)  # checked before the database is opened or made
+    path = Path(options.get("league", DEFAULT_LEAGUE))
+    store = LeagueStore.open(path, create=command != "show")
     return League(store, settings, options.get("variant", "classic"))
+
+
+def check_enough_members(path: Path, settings) -> None:
+    """A round needs `settings.players` distinct members: the league's active ones (main aside) and the seed bots
+    `play` adds. Fewer is a `UserError` before the database is made or a bot is added (an error writes nothing)."""
+    from policies.league.store import DB_NAME, LeagueStore
+
+    db = path / DB_NAME if path.is_dir() else path
+    names = set(settings.rated_bots)
+    if db.exists():
+        with LeagueStore.open(db, create=False, read_only=True) as store:
+            names |= {m.name for m in store.members(active_only=True) if m.kind != "main"}
+    if len(names) < settings.players:
+        raise UserError(f"a round needs at least {settings.players} members, the league has {len(names)} with the "
+                        "bots play adds: add members or choose more bots=")
+
+
+def warn_dropped(dropped) -> None:
+    """One warning line per external member that failed while it played and was dropped (`League.fill_panels`)."""
+    for failed in dropped:
+        print(f"warning: league member {failed.member} failed against the panel and is dropped from the league: "
+              f"{failed.reason}", file=sys.stderr, flush=True)
 
 
 def rules_of(options: dict[str, str], players: int):
@@ -131,7 +165,8 @@ def panel_player(league, rules, games: int, seed: int):
     from policies.league.evaluation import evaluate_panel, panel_record
 
     def panel(member) -> dict:
-        return panel_record(evaluate_panel(league.player(member), ("random", "hybrid"), rules, games, seed))
+        return panel_record(evaluate_panel(league.player(member, guard=True), ("random", "hybrid"), rules, games,
+                                           seed))
 
     return panel
 
@@ -175,15 +210,16 @@ def remove_members(store, names: list[str]) -> None:
             print(f"{'removed' if deleted else 'evicted (it played rated games, which stay)'}: {member.name}")
 
 
-def unloadable(league, members) -> set[int]:
-    """Ids of the members whose policy no longer loads (files moved or deleted): they sit the round out."""
+def unloadable(league, members, rules) -> set[int]:
+    """Ids of the members whose policy no longer loads (files moved or deleted) or was trained for other rules
+    than the round's (another player count or variant): they sit the round out."""
     from policies.checkpoints import PolicyFileError
-    from policies.players import PlayerSpecError
+    from policies.players import PlayerSpecError, check_fits
 
     absent = set()
     for member in members:
         try:
-            league.player(member)
+            check_fits(league.player(member), rules)
         except (PolicyFileError, PlayerSpecError, OSError) as err:
             absent.add(member.id)
             print(f"warning: {member.name} sits this round out: {one_line(err)} "
@@ -195,7 +231,7 @@ def main(argv: list[str]) -> None:
     command, sources, options = parse(argv)
     logging.getLogger(RAY_DEPRECATIONS).setLevel(logging.ERROR)  # RLlib's notes about its own code, per ckpt: loaded
     from policies.checkpoints import PolicyFileError
-    from policies.league.league import normalized_external
+    from policies.league.league import MemberFailed, normalized_external
     from policies.league.store import DB_NAME, LeagueStore, LeagueStoreError
     from policies.players import make_player
 
@@ -217,13 +253,17 @@ def main(argv: list[str]) -> None:
                 remove_members(store, sources)
                 print(standings(store))
             return
-        # every source loads before anything is written: a damaged one leaves the league as it was
+        # every source loads, and fits the league's rules, before anything is written: a damaged one, or one
+        # trained for another player count, leaves the league as it was; a bad option creates no database
+        settings = league_settings(options, command)
+        rules = rules_of(options, settings.players)
         specs = [normalized_external(source) for source in sources]
         for spec in specs:
-            make_player(spec)
-        league = open_league(options, command)
+            make_player(spec, rules=rules)
+        if command == "play":
+            check_enough_members(league_path, settings)
+        league = open_league(options, command, settings)
         players = league.settings.players
-        rules = rules_of(options, players)
         panel = panel_player(league, rules, panel_games, seed)
         if command == "add":
             with league.store.transaction():
@@ -232,17 +272,20 @@ def main(argv: list[str]) -> None:
                     member = league.add_external(spec, options.get("name"))
                     verb = "already in the league:" if member.id in known else "added"
                     print(f"{verb} {member.name} ({member.spec})")
-            league.fill_panels(panel)
+            warn_dropped(league.fill_panels(panel))
         elif command == "play":
             from tqdm import tqdm
 
             from policies.league.league import round_robin
 
             members = [m for m in league.store.members(active_only=True) if m.kind != "main"]
-            absent = unloadable(league, members)
-            members = [m for m in members if m.id not in absent]
+            absent = unloadable(league, members, rules)
+            warn_dropped(league.fill_panels(lambda member: None if member.id in absent else panel(member)))
+            members = [m for m in league.store.members(active_only=True) if m.kind != "main" and m.id not in absent]
+            if len(members) < players:
+                raise UserError(f"a round needs at least {players} members that play, the league has {len(members)}: "
+                                "add members or choose more bots=")
             lineups, per_lineup = round_robin([m.id for m in members], players, games, seed)
-            league.fill_panels(lambda member: None if member.id in absent else panel(member))
             print(f"{len(members)} members, {len(lineups)} line-ups x {per_lineup} games", file=sys.stderr)
             with tqdm(total=len(lineups), unit="line-up", desc="round robin") as bar:
                 result = league.rating_round(rules, seed, label="round robin", lineups=lineups,
@@ -251,10 +294,15 @@ def main(argv: list[str]) -> None:
         print(standings(league.store))
     except (LeagueStoreError, PolicyFileError, ValueError) as err:
         raise UserError(one_line(err)) from None
+    except MemberFailed as err:  # a round stores its games only once all are played
+        raise UserError(f"{one_line(err)}; the round recorded nothing: fix the agent or `remove` it") from None
 
 
 if __name__ == "__main__":
+    catch_interrupts()
     try:
         main(sys.argv[1:])
     except UserError as err:
         fail(err)
+    except KeyboardInterrupt:
+        stop_interrupted("league.py stopped; a round not finished records nothing")

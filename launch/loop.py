@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from hydra.core.hydra_config import HydraConfig
 
 from launch import build
+from launch.cli import UserError
 from launch.runs import (
     SCORE_BY,
     SELECTION,
@@ -56,7 +57,7 @@ from launch.runs import (
 )
 from ludo_env.rules import Rules
 from policies.league.evaluation import evaluate_command, evaluate_panel
-from policies.players import make_player
+from policies.players import PlayerError, make_player
 
 if TYPE_CHECKING:
     from launch.schema import TrainConfig
@@ -172,6 +173,12 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
                           flush=True)
             if (trainer.save_every and state.iteration % trainer.save_every == 0) or trainer.budget_spent(state):
                 saved, saved_at = trainer.save(state), state.iteration
+    except UserError as err:  # an agent that fails mid-run (a panel bot of the user's): keep what was trained
+        state.elapsed_s = time.perf_counter() - started
+        saved = trainer.save(state)
+        logger.finish()
+        trainer.close()
+        raise UserError(stopped_after(err, trainer, state, saved)) from None
     except KeyboardInterrupt:
         print(f"\nstopped at {trainer.unit} {state.iteration}: saving {trainer.saves}", flush=True)
         state.elapsed_s = time.perf_counter() - started
@@ -187,8 +194,13 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
         saved = trainer.save(state)
 
     policy = trainer.finish(state, saved)
-    final = trainer.final_evaluation(state, policy) if cfg.eval.final_games and policy is not None else None
-    best = settle_best(trainer, state, policy, final)
+    try:
+        final = trainer.final_evaluation(state, policy) if cfg.eval.final_games and policy is not None else None
+        best = settle_best(trainer, state, policy, final)
+    except UserError as err:  # a panel bot that fails: the last save is the run's end
+        logger.finish()
+        trainer.close()
+        raise UserError(stopped_after(err, trainer, state, saved)) from None
     lines, fields = trainer.summary(state, saved, policy)
     results, commands = final_lines(cfg, policy, final)
     best_lines, best_fields = best_summary(cfg, run_dir, best, state.iteration)
@@ -197,6 +209,14 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
     logger.finish(final, policy, best)
     print("\n".join(lines + results + best_lines), flush=True)
     trainer.close()
+
+
+def stopped_after(err: UserError, trainer: Trainer, state: RunState, saved: Path | None) -> str:
+    """The one line of a run stopped mid-way by `err`: what failed, what was saved, how to go on."""
+    line = f"{err}; the run stopped at {trainer.unit} {state.iteration} after saving {saved}"
+    if trainer.resumable:
+        line += f" (resume with: python launch/train.py resume={trainer.run.path})"
+    return line
 
 
 def step_columns(state: RunState, steps_per_s: float) -> dict[str, Any]:
@@ -238,8 +258,11 @@ def final_evaluation(cfg, rules, policy: Path, iteration: int) -> dict[str, Any]
     """The saved policy, loaded as ``ckpt:`` loads it, against ``cfg.eval.panel``: what the printed commands
     replay exactly. The record has the shape of every other evaluation in ``summary.json``."""
     start = time.perf_counter()
-    results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
-                             cfg.eval.seed, cfg.eval.threads)
+    try:
+        results = evaluate_panel(make_player(f"ckpt:{policy}"), cfg.eval.panel, rules, cfg.eval.final_games,
+                                 cfg.eval.seed, cfg.eval.threads)
+    except PlayerError as err:  # a panel bot of the user's (py:) that raises
+        raise UserError(f"eval.panel: {' '.join(str(err).split())}") from None
     return {"iteration": iteration, "final": True, "seconds": round(time.perf_counter() - start, 2),
             "results": [r.to_dict() for r in results]}
 

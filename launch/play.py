@@ -58,7 +58,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -71,11 +70,15 @@ from omegaconf import OmegaConf
 from launch.cli import (
     RAY_DEPRECATIONS,
     UserError,
+    catch_interrupts,
     check_integers,
+    check_known_keys,
     check_output,
+    check_seconds,
     check_variant_overrides,
     compose,
     fail,
+    stop_interrupted,
 )
 
 # numba's coloured error messages start colorama, which writes a colour reset to a terminal at exit: with
@@ -85,7 +88,6 @@ os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 COLOUR_NAMES = ("red", "green", "yellow", "blue")
 COLOUR_CODES = ("\x1b[1;31m", "\x1b[1;32m", "\x1b[1;33m", "\x1b[1;34m")
 DIM, BOLD, RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
-INTERRUPTED = 130  # the shell's status for a program stopped by SIGINT
 
 
 @dataclass
@@ -117,12 +119,13 @@ class Quit(Exception):
 def parse_args(argv: list[str]) -> PlayConfig:
     """The config from key=value arguments; every problem a `UserError` of one line."""
     check_variant_overrides(argv, players_from="1 + the number of opponents")
-    cfg: PlayConfig = OmegaConf.to_object(compose("play", argv))  # type: ignore[assignment]
+    composed = compose("play", argv)
+    check_known_keys(OmegaConf.to_container(composed), PlayConfig)  # +foo=1 is refused, not ignored
+    cfg: PlayConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
     check_integers(cfg)
     if not cfg.opponents:
         raise UserError("opponents=[] is not allowed: list at least one player spec, e.g. opponents=[hybrid]")
-    if cfg.delay < 0:
-        raise UserError(f"delay={cfg.delay} is not allowed: give seconds >= 0")
+    check_seconds("delay", cfg.delay)  # nan and inf too: time.sleep would fail mid-game
     if cfg.seed is not None and cfg.seed < 0:
         raise UserError(f"seed={cfg.seed} is not allowed: give an integer >= 0")
     players = 1 + len(cfg.opponents)
@@ -456,10 +459,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    # Started in the background by a shell (`cmd &`), a process inherits SIGINT ignored; Ctrl-C must still stop.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    catch_interrupts()  # Ctrl-C must stop even a game started in the background by a shell (`cmd &`)
     try:
         sys.exit(main(sys.argv[1:]))
     except KeyboardInterrupt:
-        print("\ninterrupted: game abandoned", file=sys.stderr)
-        sys.exit(INTERRUPTED)
+        stop_interrupted("game abandoned")

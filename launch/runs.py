@@ -7,7 +7,8 @@ Layout of ``<run_dir>`` (the Hydra output folder)::
     overrides.txt            the command-line overrides of the first start (a resume reuses them)
     config.yaml              the whole config of the first start (a resume keeps its settings: `keep_run_settings`)
     checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
-                             run_state.json (iteration, env steps, minutes, evaluations)
+                             run_state.json (iteration, env steps, minutes, evaluations),
+                             signature.json (this user's HMAC over algorithm/: `sign_checkpoint`)
     best/                    the best-evaluated policy so far: policy/ and selection.json (which
                              evaluation chose it, `panel_score`); not rolled back on a resume
     metrics.jsonl            one line per iteration
@@ -22,20 +23,41 @@ place, so ``iter_*`` folders are always complete; a run killed while saving
 leaves only a temporary folder, which the next save removes. The league
 database commits each change as it happens and is not rolled back on a
 resume: snapshots frozen after the last checkpoint stay in the league.
+
+Signed checkpoints
+------------------
+RLlib's algorithm state (``algorithm/``) is pickles, and unpickling runs
+whatever code a pickle names: a resume must never read one the user's own runs
+did not write (a run folder copied from someone else). Every checkpoint is
+signed as it is written (`sign_checkpoint`): ``signature.json`` lists the
+SHA-256 of every file under ``algorithm/`` and an HMAC-SHA256 over that list
+with a per-user secret key, ``$XDG_CONFIG_HOME/ludo-league/checkpoint-key``
+(``~/.config/...``; `KEY_ENV` names another file, e.g. on a cluster's shared
+home or in tests), created with mode 0600 on first use. On a Ray cluster the
+driver writes the checkpoints, so the key on the driver's machine signs them.
+Before any pickle of a checkpoint is read, `verify_checkpoint` checks it: no
+signature, another key's, or files the signature does not cover is one line
+(`CheckpointNotTrusted`); a signed file whose contents changed since (a
+damaged disk, a truncated copy) makes the checkpoint damaged, and a resume
+falls back to the one before without reading it. A run folder written before
+checkpoints were signed resumes only with ``resume_trust_unsigned=true``,
+which signs the checkpoint it resumes from with this user's key.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from omegaconf import OmegaConf
 
-from launch.cli import CONF_DIR, write_text
+from launch.cli import CONF_DIR, UserError, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 if TYPE_CHECKING:
@@ -47,7 +69,11 @@ OVERRIDES = "overrides.txt"
 CONFIG = "config.yaml"
 # Sections a resume takes from today's command line and machine, never from the first start: where the run
 # lives, the machine's resources, how it is tracked and printed.
-MACHINE_SECTIONS = ("resume", "run_dir", "resources", "wandb", "progress")
+MACHINE_SECTIONS = ("resume", "resume_trust_unsigned", "run_dir", "resources", "wandb", "progress")
+SIGNATURE = "signature.json"
+SIGNATURE_FORMAT = "ludo-league-checkpoint-signature/1"
+KEY_ENV = "LUDO_LEAGUE_CHECKPOINT_KEY"
+"""An environment variable naming the key file that signs checkpoints, instead of `default_key_file`."""
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 BEST_DIR = "best"
@@ -98,6 +124,8 @@ class RunDir:
         tmp = self.checkpoints / f".tmp-{final.name}-{os.getpid()}"
         write_parts(tmp)
         write_json(tmp / RUN_STATE, run_state.to_dict())
+        if self.algorithm_of(tmp).is_dir():  # RLlib's pickles: signed, so that a resume can tell they are ours
+            sign_checkpoint(tmp)
         if final.exists():  # the same iteration saved twice (a resume that stopped at once)
             shutil.rmtree(final)
         os.rename(tmp, final)
@@ -151,9 +179,21 @@ class RunDir:
         write_text(self.path / CONFIG, OmegaConf.to_yaml(OmegaConf.structured(cfg)))
 
     def saved_config(self) -> dict[str, Any] | None:
-        """The first start's whole config, None for a run started before runs saved it."""
+        """The first start's whole config, None for a run started before runs saved it; a file that is not a
+        YAML mapping is a `UserError` of one line."""
         file = self.path / CONFIG
-        return OmegaConf.to_container(OmegaConf.load(file)) if file.is_file() else None  # type: ignore[return-value]
+        if not file.is_file():
+            return None
+        try:
+            config = OmegaConf.to_container(OmegaConf.load(file))
+        except Exception as err:  # yaml's scanner and parser errors, OmegaConf's own, an unreadable file
+            raise UserError(f"resume={self.path}: '{file}' is not the run's YAML config ({_yaml_problem(err)}): "
+                            f"restore it, or delete it to resume with today's defaults") from None
+        if not isinstance(config, dict):
+            raise UserError(f"resume={self.path}: '{file}' is not the run's YAML config (a "
+                            f"{type(config).__name__}, not a mapping): restore it, or delete it to resume with "
+                            "today's defaults")
+        return config  # type: ignore[return-value]
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         with open(self.path / METRICS, "a") as f:
@@ -168,14 +208,29 @@ class RunDir:
             if len(kept) < len(rows):
                 write_text(file, "".join(f"{line}\n" for line in kept))
 
-    def check_algorithm_state(self, checkpoint: Path) -> None:
-        """Every pickle of the checkpoint's RLlib state reads back (a truncated or overwritten
-        ``module_state.pkl`` or ``algorithm_state.pkl``); `ValueError` naming the first that does not."""
+    def check_algorithm_state(self, checkpoint: Path, trust_unsigned: bool = False) -> None:
+        """The checkpoint's RLlib state is this user's own and reads back.
+
+        First its signature (`verify_checkpoint`): one not written by this user's runs is `CheckpointNotTrusted`
+        (a `UserError`: nothing of it is read), unless `trust_unsigned` (``resume_trust_unsigned=true``), which
+        signs it now; a signed file changed since is `ValueError` (damaged). Only then is every pickle loaded,
+        this user's own, so a class that is gone is found before Ray starts; `ValueError` naming the first that
+        does not load."""
         import pickle
 
         folder = self.algorithm_of(checkpoint)
         if not (folder / "rllib_checkpoint.json").is_file():
             raise ValueError("its algorithm/ folder is incomplete")
+        try:
+            verify_checkpoint(checkpoint)
+        except CheckpointNotTrusted as err:
+            if not trust_unsigned:
+                raise
+            import sys
+
+            sign_checkpoint(checkpoint)
+            print(f"note: resume_trust_unsigned=true: {checkpoint} ({err.reason}) is now signed with this user's "
+                  f"key ({key_file()}) as you vouched for it", file=sys.stderr, flush=True)
         for file in sorted(folder.rglob("*.pkl")):
             try:
                 with open(file, "rb") as f:
@@ -223,6 +278,139 @@ class RunDir:
 
     def algorithm_of(self, checkpoint: Path) -> Path:
         return checkpoint / ALGORITHM_DIR
+
+
+# ---------------------------------------------------------------- signed checkpoints
+class CheckpointNotTrusted(UserError):
+    """A checkpoint that this user's runs did not sign: its pickles are never read. One line for the user."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def default_key_file() -> Path:
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "ludo-league" / "checkpoint-key"
+
+
+def key_file() -> Path:
+    """The key file that signs this user's checkpoints: `KEY_ENV` if set, else `default_key_file`."""
+    return Path(os.environ[KEY_ENV]).expanduser() if os.environ.get(KEY_ENV) else default_key_file()
+
+
+def checkpoint_key(create: bool = True) -> bytes | None:
+    """This user's secret key (`key_file`); made on first use (`create`), 32 random bytes as hex, mode 0600, put in
+    place by one link so that two runs starting at once share one key. None when there is none and not `create`."""
+    file = key_file()
+    try:
+        text = file.read_text().strip()
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = file.with_name(f".{file.name}.tmp-{os.getpid()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, (secrets.token_hex(32) + "\n").encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, file)  # never replaces a key another process made meanwhile
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink(missing_ok=True)
+            text = file.read_text().strip()
+        except OSError as err:
+            raise UserError(f"cannot make the checkpoint signing key '{file}' ({err.strerror or err}): set {KEY_ENV} "
+                            "to a file this user can write") from None
+    except OSError as err:
+        raise UserError(f"cannot read the checkpoint signing key '{file}' ({err.strerror or err})") from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise UserError(f"the checkpoint signing key '{file}' is damaged (not 32+ hex bytes): move it away to make a "
+                        "new one; checkpoints it signed then resume only with resume_trust_unsigned=true")
+    return key
+
+
+def _signed_files(checkpoint: Path) -> dict[str, str]:
+    """``{path under the checkpoint: sha256 hex}`` of every file under its ``algorithm/`` (what RLlib reads)."""
+    digests = {}
+    folder = checkpoint / ALGORITHM_DIR
+    for file in sorted(folder.rglob("*")) if folder.is_dir() else ():
+        if file.is_file() or file.is_symlink():
+            digests[file.relative_to(checkpoint).as_posix()] = _sha256(file)
+    return digests
+
+
+def _sha256(file: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as err:
+        return f"unreadable: {err.strerror or err}"
+    return digest.hexdigest()
+
+
+def _mac(key: bytes, files: dict[str, str]) -> str:
+    message = json.dumps({"format": SIGNATURE_FORMAT, "files": files}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+
+
+def sign_checkpoint(checkpoint: Path) -> None:
+    """Write ``signature.json`` (atomically): the SHA-256 of each file under ``algorithm/`` and an HMAC-SHA256 over
+    them with this user's key (`checkpoint_key`)."""
+    files = _signed_files(checkpoint)
+    write_json(checkpoint / SIGNATURE, {"format": SIGNATURE_FORMAT, "files": files,
+                                        "hmac": _mac(checkpoint_key(), files)})
+
+
+def verify_checkpoint(checkpoint: Path) -> None:
+    """Reads no pickle. `CheckpointNotTrusted` when this user's runs did not write the checkpoint (no signature,
+    another key's, a file under ``algorithm/`` the signature does not cover); `ValueError` (damaged) when a signed
+    file is gone or its contents changed since."""
+    where = f"checkpoint '{checkpoint}'"
+
+    def refuse(reason: str) -> CheckpointNotTrusted:
+        return CheckpointNotTrusted(
+            f"resume: {where} was not written by this user's runs ({reason}); resume refuses pickles from "
+            f"elsewhere: its policy plays and exports without them (ckpt:{checkpoint / POLICY_DIR}, e.g. as "
+            f"league.external of a new run); if you wrote this run yourself before checkpoints were signed, or "
+            f"signed it with another key than {key_file()}, add resume_trust_unsigned=true", reason)
+
+    try:
+        signature = json.loads((checkpoint / SIGNATURE).read_text())
+    except FileNotFoundError:
+        raise refuse(f"no {SIGNATURE}") from None
+    except (OSError, ValueError):
+        raise refuse(f"its {SIGNATURE} is unreadable") from None
+    files, mac = (signature.get("files"), signature.get("hmac")) if isinstance(signature, dict) else (None, None)
+    if (signature.get("format") if isinstance(signature, dict) else None) != SIGNATURE_FORMAT or \
+            not isinstance(files, dict) or not isinstance(mac, str) or \
+            not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise refuse(f"its {SIGNATURE} is not a {SIGNATURE_FORMAT} file")
+    key = checkpoint_key(create=False)
+    if key is None:
+        raise refuse(f"this machine has no signing key at {key_file()}")
+    if not hmac.compare_digest(_mac(key, files), mac):
+        raise refuse("its signature is not this user's key's")
+    on_disk = _signed_files(checkpoint)
+    extra = sorted(set(on_disk) - set(files))
+    if extra:
+        raise refuse(f"{extra[0]} is not covered by its signature")
+    for name, digest in files.items():
+        if name not in on_disk:
+            raise ValueError(f"{name} is missing")
+        if on_disk[name] != digest:
+            raise ValueError(f"{name} changed since it was written and signed")
 
 
 RAY_SESSION = "ray_session.json"
@@ -288,9 +476,13 @@ def stop_leftovers(run: RunDir) -> list[int]:
         session = json.loads((run.path / RAY_SESSION).read_text())
     except (OSError, ValueError):
         return []
+    session_dir = session.get("session_dir") if isinstance(session, dict) else None
+    if not isinstance(session_dir, str) or not _ray_session_folder(session_dir) or \
+            not isinstance(session.get("driver_pid"), int):
+        return []  # not what record_ray_session writes: a file is data, never a folder whose users to stop
     if session.get("driver_start") is not None and _proc_start(session["driver_pid"]) == session["driver_start"]:
         return []  # that driver is alive: its processes are its own
-    folders = [session["session_dir"].rstrip("/") + "/", str((run.path / "wandb").resolve()) + "/"]
+    folders = [session_dir.rstrip("/") + "/", str((run.path / "wandb").resolve()) + "/"]
     me, stopped = os.getpid(), []
     for pid, _ in _processes():
         if pid != me and _holds_open(pid, folders):
@@ -301,6 +493,22 @@ def stop_leftovers(run: RunDir) -> list[int]:
                 continue
     (run.path / RAY_SESSION).unlink(missing_ok=True)
     return stopped
+
+
+def _yaml_problem(err: BaseException) -> str:
+    """What yaml or OmegaConf says is wrong, on one line: the problem and where (``line 3, column 7``)."""
+    problem, mark = getattr(err, "problem", None), getattr(err, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    text = " ".join(str(err).split())
+    return (text[:160].rsplit(" ", 1)[0] + " ..." if len(text) > 160 else text) or type(err).__name__
+
+
+def _ray_session_folder(path: str) -> bool:
+    """Whether `path` has the shape of a Ray session folder (``<temp>/ray/session_<time>_<pid>``), not any folder."""
+    folder = Path(path)
+    return folder.is_absolute() and ".." not in folder.parts and folder.name.startswith("session_") and \
+        folder.name != "session_latest" and len(folder.parts) >= 3
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -334,21 +542,27 @@ def leaves(node: Any, prefix: str = "", sep: str = ".") -> dict[str, Any]:
     return found
 
 
-def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[str]) -> list[str]:
+def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[str],
+                      typed: Sequence[str] = ()) -> list[str]:
     """On a resume, give back the run's own value of every setting whose default changed since its first start.
 
     A resumed run continues the training it started: a setting that differs from the run's `saved` config
     (`RunDir.saved_config`) takes the run's value unless an override (the first start's or this command
-    line's) names it or a section above it; an override that picks a config group's file (``algo=dqn``,
-    ``+exp=...``) names no value, so the file's changed defaults are given back too. `MACHINE_SECTIONS` always
-    follow today. Returns the notes to print:
+    line's) names it or a section above it; an override of the first start that picks a config group's file
+    (``algo=dqn``, ``+exp=...``) names no value, so the file's changed defaults are given back too, but one
+    `typed` on today's command line and not at the first start (``network=token_set``) names its whole section,
+    which then follows today (a resume refuses what changes main's network: `launch.train.check_same_network`).
+    `MACHINE_SECTIONS` always follow today. Returns the notes to print:
     the settings given back, those added since (today's default: the run never had them) and those gone.
     """
     if saved is None:
         return ["note: this run was started before runs saved their config.yaml: it resumes with today's defaults "
                 "(saved now, so later resumes keep them)"]
-    keys = {o.partition("=")[0].lstrip("+~").partition("@")[0] for o in overrides}
-    asked = {k for k in keys if not (CONF_DIR / k.replace(".", "/")).is_dir()}
+    def key(override: str) -> str:
+        return override.partition("=")[0].lstrip("+~").partition("@")[0]
+
+    asked = {key(o) for o in overrides if not (CONF_DIR / key(o).replace(".", "/")).is_dir()}
+    asked |= {key(o) for o in typed}
 
     def followed_today(key: str) -> bool:
         parts = key.split(".")

@@ -28,6 +28,10 @@ Seats
   is called directly), and the league's external members, which are no RLModule (other runs'
   policies, TD(lambda) values, search players, GA networks, ``py:`` bots): the env config's
   ``seat_players`` (member name -> player spec) are built here as `policies.players` players.
+  One that raises (a ``py:`` bot's bug, an illegal answer) fails alone: the random bot takes its seats on
+  this runner from that move on, and `take_failures` hands its name and what it raised to the driver,
+  which drops it from the league (`launch.train.LeagueSelfPlay.drop_failed`) and installs a matchmaker
+  without it. Training goes on.
 
 Measured choices (2 cores, ``benchmarks/train_throughput.py``; figures in its docstring and in
 ``docs/``): a custom EnvRunner rather than a ``VECTOR_ENTRY_POINT`` vector env behind
@@ -73,9 +77,10 @@ from ludo_env.config import EnvConfig
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, seat_agent
 from ludo_env.engine.layout import CURRENT
 from ludo_env.rules import MAX_PLAYERS
+from policies.league.league import failure_line
 from policies.league.pool import MAIN
 from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, inference_batch
-from policies.players import make_player
+from policies.players import BotPlayer, make_player
 
 DEFAULT_GAMES = 256
 """Games per EnvRunner when the env config names none (`launch.schema.SamplerConfig.games` does)."""
@@ -99,6 +104,9 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         self._seeds = np.random.default_rng([int(env_config.seed), int(self.worker_index or 0)])
         self._space = observation_space(env_config.obs)
         self._seat_players = seat_players(self.config.env_config.get("seat_players", {}), env_config.seed)
+        self._stand_in = BotPlayer("random", env_config.seed)
+        self._failures: dict[str, str] = {}
+        """Seat players that raised and are not yet reported (`take_failures`): member name -> what it raised."""
         self._games_started = 0
         # Per game and seat: the agent index (0 = main) and, for main seats, the chain and its newest record.
         self._agents: list[str] = [MAIN]
@@ -209,6 +217,12 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         with self._weights_lock:
             self.module[module_id].set_state(state)
 
+    def take_failures(self) -> dict[str, str]:
+        """Seat players (league members) that raised since the last call: name -> what they raised."""
+        with self._weights_lock:  # a prefetching sample may be adding one
+            failures, self._failures = self._failures, {}
+        return failures
+
     def stop(self) -> None:
         if self._pending is not None:
             self._pending.cancel()
@@ -264,7 +278,16 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         if isinstance(module, BotRLModule):
             player = module.bot
         if player is not None:
-            return np.asarray(player.act(games.states[rows], games.tab, games.masks[rows]), dtype=np.int64)
+            try:
+                return np.asarray(player.act(games.states[rows], games.tab, games.masks[rows]), dtype=np.int64)
+            except Exception as err:
+                if name not in self._seat_players:  # a built-in bot's failure is a bug here, not an agent's
+                    raise
+                self._failures[name] = failure_line(err)
+                # Its games in progress and any the old matchmaker still seats it in go on with a stand-in.
+                self._seat_players[name] = self._stand_in
+                return np.asarray(self._stand_in.act(games.states[rows], games.tab, games.masks[rows]),
+                                  dtype=np.int64)
         obs = games.observe(rows)
         batch = inference_batch(obs[OBSERVATIONS], obs[ACTION_MASK])
         with torch.no_grad():

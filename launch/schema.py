@@ -126,7 +126,11 @@ class Range:
 
 
 def _bound(value: float | None) -> str:
-    return str(value) if isinstance(value, int) else f"{value:g}" if value is not None else ""
+    if value is None:
+        return ""
+    if isinstance(value, int) or (value.is_integer() and abs(value) < 1e15):  # 1000000, not 1e+06
+        return str(int(value))
+    return f"{value:g}"
 
 
 POSITIVE = Range(0, low_open=True)
@@ -135,6 +139,15 @@ NON_NEGATIVE = Range(0)
 AT_LEAST_ONE = Range(1)
 SHARE = Range(0, 1)
 """A probability or a mixing weight: [0, 1]."""
+LARGEST = 1e6
+"""The largest size any reward, coefficient, clip or value bound needs here (rewards are at most 100 a move):
+beyond it a setting is a typo (``1e300``) whose overflow would only show as NaN losses mid-run."""
+LEARNING_RATE = Range(0, 1, low_open=True)
+"""An optimizer's step size, (0, 1]: an Adam step moves every weight by about ``lr``, so above 1 nothing trains."""
+COEFFICIENT = Range(0, LARGEST)
+"""A loss weight or a noise scale, [0, 1e6]."""
+CLIP = Range(0, LARGEST, low_open=True)
+"""A clip or a bound that must be positive, (0, 1e6]."""
 
 
 class CheckedSettings:
@@ -193,11 +206,11 @@ class PPOSettings(CheckedSettings):
     """One trunk for policy and value."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "gae_lambda": SHARE,
+        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "gae_lambda": SHARE,
         "train_batch_size": AT_LEAST_ONE,
-        "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": POSITIVE,
-        "vf_loss_coeff": NON_NEGATIVE, "vf_clip_param": POSITIVE, "entropy_coeff": NON_NEGATIVE,
-        "kl_coeff": NON_NEGATIVE, "grad_clip": Range(0, low_open=True, null_ok=True),
+        "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": Range(0, 10, low_open=True),
+        "vf_loss_coeff": COEFFICIENT, "vf_clip_param": CLIP, "entropy_coeff": COEFFICIENT,
+        "kl_coeff": COEFFICIENT, "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ppo",)}
 
@@ -283,14 +296,15 @@ class DQNSettings(CheckedSettings):
     so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": POSITIVE, "lr_end": Range(0, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
-        "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(), "v_max": Range(),
+        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(-LARGEST, LARGEST),
+        "v_max": Range(-LARGEST, LARGEST),
         "advantage_learning": Range(0, 1, high_open=True),
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
-        "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": NON_NEGATIVE, "prioritized_beta": SHARE,
+        "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": Range(0, 10), "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
-        "learning_starts": NON_NEGATIVE, "training_intensity": Range(0, low_open=True, null_ok=True),
-        "rollout_fragment_length": AT_LEAST_ONE, "grad_clip": Range(0, low_open=True, null_ok=True),
+        "learning_starts": NON_NEGATIVE, "training_intensity": Range(0, 10_000, low_open=True, null_ok=True),
+        "rollout_fragment_length": AT_LEAST_ONE, "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
         "steps_per_iteration": AT_LEAST_ONE,
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -348,7 +362,7 @@ class GASettings(CheckedSettings):
 
     RANGES: ClassVar[dict[str, Range]] = {
         "population": Range(2), "generations": NON_NEGATIVE, "games": AT_LEAST_ONE, "crossover_rate": SHARE,
-        "mutation_rate": SHARE, "mutation_sigma": NON_NEGATIVE, "init_sigma": NON_NEGATIVE, "tasks": NON_NEGATIVE,
+        "mutation_rate": SHARE, "mutation_sigma": COEFFICIENT, "init_sigma": COEFFICIENT, "tasks": NON_NEGATIVE,
         "population_every": AT_LEAST_ONE, "select_games": NON_NEGATIVE, "seed": Range(0, null_ok=True),
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ga",)}
@@ -388,7 +402,9 @@ class ImitateSettings(CheckedSettings):
     """Seed of the initial weights and of the validation split; None: the run's seed."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": POSITIVE, "epochs": AT_LEAST_ONE, "target_mse": NON_NEGATIVE, "validation": Range(0, 0.9),
+        # full-batch gradient descent on a sigmoid net (FANN's 0.7), not Adam: steps above 1 can still train
+        "lr": Range(0, 100, low_open=True), "epochs": AT_LEAST_ONE, "target_mse": SHARE,
+        "validation": Range(0, 0.9),
         "log_every": AT_LEAST_ONE, "seed": Range(0, null_ok=True),
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("imitate",)}
@@ -430,7 +446,7 @@ class TDLambdaSettings(CheckedSettings):
     """Seed of the self-play dice, the exploration and the mlp's initial weights; None: the run's seed."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lam": SHARE, "alpha": Range(0, low_open=True, null_ok=True), "gamma": SHARE, "epsilon": SHARE,
+        "lam": SHARE, "alpha": Range(0, 1000, low_open=True, null_ok=True), "gamma": SHARE, "epsilon": SHARE,
         "games": AT_LEAST_ONE, "steps_per_iteration": AT_LEAST_ONE, "seed": Range(0, null_ok=True),
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -570,6 +586,9 @@ class TrainConfig:
     """Play single-choice decisions inside the env."""
     resume: str | None = None
     """A run folder to continue from its last good checkpoint."""
+    resume_trust_unsigned: bool = False
+    """Resume from a checkpoint this user's key did not sign (a run from before checkpoints were signed), and sign
+    it: only for a run folder you wrote yourself (launch.runs, signed checkpoints)."""
     run_dir: str = MISSING
     """Where checkpoints, wandb and the summary go (the Hydra output folder)."""
     progress: bool = True
@@ -593,6 +612,8 @@ def check(cfg: TrainConfig) -> None:
     check_encoder(cfg.obs.name)
     Rules.load(dataclasses.asdict(cfg.variant))
     RewardConfig.load(dataclasses.asdict(cfg.reward))
+    for key, allowed in REWARD_RANGES.items():
+        allowed.check(f"reward.{key}", getattr(cfg.reward, key))
     NetworkConfig.load(dataclasses.asdict(cfg.network)).check()
     if cfg.algo.name not in ALGO_SCHEMAS or not isinstance(cfg.algo, CheckedSettings):
         raise ValueError(f"algo.name={cfg.algo.name!r} is not allowed: choose {' or '.join(ALGO_SCHEMAS)}")
@@ -613,6 +634,8 @@ def check(cfg: TrainConfig) -> None:
                          "set budget.env_steps or algo.lr_end=null")
     for key, allowed in EVAL_RANGES.items():
         allowed.check(f"eval.{key}", getattr(cfg.eval, key))
+    if not cfg.eval.panel:  # every evaluation, the best policy's score and the league's panels are over it
+        raise ValueError("eval.panel=[] is not allowed: give at least one opponent, e.g. eval.panel=[random]")
     AT_LEAST_ONE.check("checkpoint.every", cfg.checkpoint.every)
     AT_LEAST_ONE.check("checkpoint.keep", cfg.checkpoint.keep)
     if cfg.wandb.mode not in ("offline", "online", "disabled"):
@@ -621,6 +644,12 @@ def check(cfg: TrainConfig) -> None:
     Range(1, MAX_PLIES).check("max_plies", cfg.max_plies)
     check_integers(cfg)  # what no range above bounds: every other integer within 64 bits, seeds >= 0
 
+
+REWARD_RANGES = {"win": Range(-LARGEST, LARGEST), "loss": Range(-LARGEST, LARGEST, null_ok=True),
+                 "enter": Range(-LARGEST, LARGEST), "capture": Range(-LARGEST, LARGEST),
+                 "token_home": Range(-LARGEST, LARGEST), "progress": Range(-LARGEST, LARGEST), "coef": COEFFICIENT,
+                 "gamma": Range(0, 1, low_open=True)}
+"""reward.<key>: its allowed values; `ludo_env.rewards.RewardConfig` checks the kinds, this the sizes."""
 
 EVAL_RANGES = {"every": NON_NEGATIVE, "games": Range(1, MAX_GAMES), "final_games": Range(0, MAX_GAMES),
                "seed": NON_NEGATIVE, "threads": Range(0, 256)}
@@ -635,6 +664,8 @@ def check_league(cfg: TrainConfig) -> None:
     for bot in league.bots:
         if bot not in BOT_NAMES:
             raise ValueError(f"league.bots: unknown bot {bot!r}: choose from {', '.join(BOT_NAMES)}")
+    for key in ("main_weight", "snapshot_weight", "bot_weight", "external_weight"):
+        Range(0, LARGEST).check(f"league.{key}", getattr(league, key))  # NaN would pass the test below
     weights = (league.main_weight, league.snapshot_weight, league.bot_weight)
     if min(weights) < 0 or sum(weights) <= 0:
         raise ValueError("league weights must be >= 0 and not all 0 (main_weight, snapshot_weight, bot_weight)")
@@ -660,17 +691,25 @@ def check_league(cfg: TrainConfig) -> None:
 def check_resources(res: ResourcesConfig) -> None:
     _at_least("resources.env_runners", res.env_runners, 0)
     _at_least("resources.envs_per_runner", res.envs_per_runner, 1)
-    _at_least("resources.cpus_per_env_runner", res.cpus_per_env_runner, 0)
+    Range(0, MAX_CPUS).check("resources.cpus_per_env_runner", res.cpus_per_env_runner)
     _at_least("resources.learners", res.learners, 0)
     parse_gpus(res.gpus_per_learner)
 
 
 def check_budget(budget: BudgetConfig) -> None:
-    for key in ("minutes", "env_steps", "iterations"):
+    for key in ("env_steps", "iterations"):
         _at_least(f"budget.{key}", getattr(budget, key), 0)
+    Range(0, MAX_MINUTES).check("budget.minutes", budget.minutes)
     if not (budget.minutes or budget.env_steps or budget.iterations):
         raise ValueError("the budget is unlimited: set budget.minutes, budget.env_steps or budget.iterations")
 
+
+MAX_CPUS = 1024
+"""CPUs one EnvRunner may reserve: more than any node has."""
+MAX_GPUS = 64
+"""GPUs one learner may reserve: more than any node has."""
+MAX_MINUTES = 10 * 365 * 24 * 60
+"""Ten years: a longer budget.minutes is a typo; 0 is no limit."""
 
 MAX_SAMPLER_GAMES = 65536
 """Games one EnvRunner may hold: about 2 GB of engine rows, records and observations at the largest encoder."""
@@ -684,10 +723,11 @@ def parse_gpus(value: str) -> float | None:
     """``gpus_per_learner``: None for auto, else the number (>= 0)."""
     if str(value).strip().lower() == "auto":
         return None
+    refused = f"resources.gpus_per_learner={value!r} is not allowed: give auto or a number in [0, {MAX_GPUS}]"
     try:
         gpus = float(value)
     except ValueError:
-        raise ValueError(f"resources.gpus_per_learner={value!r} is not allowed: give auto or a number >= 0") from None
-    if gpus < 0:
-        raise ValueError(f"resources.gpus_per_learner={value!r} is not allowed: give auto or a number >= 0")
+        raise ValueError(refused) from None
+    if not Range(0, MAX_GPUS).allows(gpus):  # float() takes "nan" and "inf"
+        raise ValueError(refused)
     return gpus

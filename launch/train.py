@@ -22,7 +22,11 @@ folder, overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is
 imitation trainers (`launch.trainers`) run on the same loop.
 
 A user error (unknown experiment, bad value, missing or damaged checkpoint)
-prints one line and exits with status 2.
+prints one line and exits with status 2. An external league member that
+raises mid-run (at a training seat, against the panel, in a rating round) is
+named in one warning line and dropped from the league for good; training goes
+on. A panel bot of the user's that raises stops the run in one line after a
+checkpoint.
 """
 from __future__ import annotations
 
@@ -45,12 +49,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-from launch import build, loop
+from launch import build, loop, watchdog
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
 from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
 from launch.runs import (
     RunDir,
     RunState,
+    checkpoint_key,
     keep_run_settings,
     leaves,
     merge_overrides,
@@ -63,11 +68,11 @@ from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError, read_meta, write_policy
 from policies.league.evaluation import evaluate_panel, learned_player, override_value, panel_record
-from policies.league.league import MAIN_MEMBER, League, normalized_external
+from policies.league.league import MAIN_MEMBER, League, MemberFailed, normalized_external
 from policies.league.pool import MAIN, snapshot_id
 from policies.league.store import DB_NAME, LeagueStore
 from policies.modules import module_spec
-from policies.players import PlayerSpecError, make_player
+from policies.players import PlayerError, PlayerSpecError, make_player
 from policies.saved import load_module
 
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
@@ -85,7 +90,9 @@ def train(dict_cfg: DictConfig) -> None:
     # 1. compose: typed by TrainConfig (a resume keeps the run's own settings), then the checks types cannot make
     notes = []
     if dict_cfg.resume:
-        notes = keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), loop.task_overrides())
+        overrides = loop.task_overrides()
+        notes = keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
+                                  typed_today(dict_cfg.resume, overrides))
     cfg = checked_config(dict_cfg)
     if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation trainers (launch/trainers)
         importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg, notes)
@@ -120,8 +127,16 @@ class LeagueSelfPlay(Trainer):
             raise UserError(one_line(err)) from None
         for slot, member in league.slot_members().items():
             pool.fill(slot, member.iteration or 0)
+        for name, dropped in league.dropped().items():
+            print(f"note: league member {name} stays out of the league: dropped at iteration "
+                  f"{dropped['iteration']} ({dropped['reason']})", file=sys.stderr, flush=True)
+        self.evaluator = evaluator = PanelEvaluator(cfg)
+        # Bots and externals meet the panel before Ray starts: one that fails there is dropped before it is seated.
+        self.warn_dropped(league.fill_panels(lambda member: evaluator.panel(league.player(member, guard=True)),
+                                             state.iteration), "against the panel")
         externals = seat_externals(cfg, league)  # every agent that will sit at a seat loads before Ray starts
         algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
+        watchdog.start()  # Ray's agents would outlive a killed driver by minutes
         ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
                  configure_logging=True, log_to_driver=False)
         record_ray_session(run, ray._private.worker._global_node.get_session_dir_path())  # for stop_leftovers
@@ -129,11 +144,9 @@ class LeagueSelfPlay(Trainer):
         self.algo = algo = algo_config.build_algo()
         if self.resumed is not None:
             algo.restore_from_path(str(run.algorithm_of(self.resumed)))
-        self.evaluator = evaluator = PanelEvaluator(cfg)
         # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
         for slot, member in league.slot_members().items():
             push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
-        league.fill_panels(lambda member: evaluator.panel(league.player(member)))
         return (f"{'resumed from ' + self.resumed.name if self.resumed else 'new run'}; "
                 f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
 
@@ -144,6 +157,33 @@ class LeagueSelfPlay(Trainer):
         state.iteration = int(self.algo.iteration)
         state.env_steps = env_steps_of(self.result)
         self.steps_per_s = (state.env_steps - steps_before) / max(1e-9, time.perf_counter() - time_before)
+        self.drop_failed(state)
+
+    def drop_failed(self, state: RunState) -> None:
+        """External members that raised at a training seat (`BatchedLudoEnvRunner.take_failures`) leave the
+        league: one warning line each, the drop recorded in league.db, and every runner gets a matchmaker
+        without them (their games in progress finish with a stand-in)."""
+        if self.cfg.sampler.name != "batched":
+            return  # externals sit at training seats only in the batched sampler
+        reports = self.algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.take_failures() if isinstance(runner, BatchedLudoEnvRunner) else {},
+            local_env_runner=True)
+        failures = {name: reason for report in reports for name, reason in (report or {}).items()}
+        active = {m.name for m in self.league.store.members(active_only=True, kinds=["external"])}
+        dropped = []
+        for name, reason in failures.items():
+            if name in active:
+                self.league.drop(name, reason, state.iteration)
+                dropped.append(MemberFailed(name, reason))
+        if dropped:
+            self.warn_dropped(dropped, "at a training seat")
+            install_matchmaker(self.algo, training_matchmaker(self.cfg, self.league))
+
+    @staticmethod
+    def warn_dropped(dropped: list[MemberFailed], where: str) -> None:
+        for failed in dropped:
+            print(f"warning: league member {failed.member} failed {where} and is dropped from the league "
+                  f"(training goes on): {failed.reason}", file=sys.stderr, flush=True)
 
     # 5. evaluate: the panel, a league rating round, then snapshot and re-weigh the opponents
     def report(self, state: RunState) -> Report:
@@ -154,9 +194,7 @@ class LeagueSelfPlay(Trainer):
         if cfg.eval.every and (snapshot_due or state.iteration % cfg.eval.every == 0):
             evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
             state.evaluations.append(evaluation)
-            league_round = league.rating_round(
-                evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
-                iteration=state.iteration, env_steps=state.env_steps)
+            league_round = self.rating_round(state)
             league.set_main_panel(panel_of(evaluation), state.iteration, state.env_steps)
             snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
         if snapshot_due:
@@ -179,9 +217,21 @@ class LeagueSelfPlay(Trainer):
         if state.last_snapshot != state.iteration and cfg.league.max_snapshots:
             take_snapshot(algo, league, self.pool, state, evaluator, final)
         league.set_main_panel(panel_of(final), state.iteration, state.env_steps)
-        league.rating_round(evaluator.rules, cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
-                            iteration=state.iteration, env_steps=state.env_steps, label="final")
+        self.rating_round(state, label="final")
         return final
+
+    def rating_round(self, state: RunState, label: str = "training"):
+        """A league rating round with main; an external member that fails in it is dropped (one warning line)
+        and the round replayed without it. A league too small without it stops the run (after a save)."""
+        evaluator = self.evaluator
+        try:
+            result = self.league.rating_round(
+                evaluator.rules, self.cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
+                iteration=state.iteration, env_steps=state.env_steps, label=label, drop_failing=True)
+        except MemberFailed as failed:
+            raise UserError(str(failed)) from None
+        self.warn_dropped(result.dropped, "in a rating round")
+        return result
 
     def policy_writer(self):
         return lambda folder: self.evaluator.write_policy(self.algo, folder)
@@ -203,6 +253,10 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
     except Exception as err:  # a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
     check_players(cfg)
+    if cfg.algo.name not in RLLIB_ALGOS:  # a trainer's checks of its own inputs (imitation: its record files)
+        check_inputs = getattr(importlib.import_module(f"launch.trainers.{cfg.algo.name}"), "check", None)
+        if check_inputs is not None:
+            check_inputs(cfg)
     return cfg
 
 
@@ -223,18 +277,37 @@ def preflight(argv: list[str]) -> None:
     overrides = [a for a in argv if not a.lstrip("+~").startswith("run_dir=")]
     dict_cfg = compose("config", [*overrides, "run_dir=unchecked"])
     if dict_cfg.resume:
-        keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides)
+        keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
+                          typed_today(dict_cfg.resume, overrides))
     checked_config(dict_cfg)
 
 
+def typed_today(resume: str, overrides: list[str]) -> list[str]:
+    """The overrides of a resume's command line that were not the run's own at its first start (`resume_argv`
+    merges those in): what the user typed today."""
+    saved = set(RunDir(resume).saved_overrides() or ())
+    return [o for o in overrides if o not in saved]
+
+
 def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | None]:
-    """The run state to start from: fresh, or the newest checkpoint that loads."""
+    """The run state to start from: fresh, or the newest checkpoint that loads.
+
+    The run folder is the one `cfg.resume` names, never another (a copied run folder's saved ``run_dir=``);
+    a checkpoint's pickles are read only once its signature says this user's runs wrote it
+    (`launch.runs.verify_checkpoint`; ``resume_trust_unsigned=true`` vouches for an unsigned one and signs it).
+    """
+    checkpoint_key()  # the key that signs this run's checkpoints (made on first use): a problem stops it now
     if not cfg.resume:
         return RunState(), None
+    if Path(cfg.resume).resolve() != run.path.resolve():
+        raise UserError(f"resume={cfg.resume}: a resume writes into the run it resumes, and this command would write "
+                        f"into {run.path}: drop run_dir= and hydra.run.dir=")
+    typed = typed_today(cfg.resume, loop.task_overrides())
 
     def check(checkpoint: Path, state: RunState) -> None:
-        run.check_algorithm_state(checkpoint)  # before Ray starts: a damaged pickle falls back to the one before
-        check_same_network(cfg, run.policy_of(checkpoint))
+        # before Ray starts: a checkpoint from elsewhere is refused, a damaged one falls back to the one before
+        run.check_algorithm_state(checkpoint, cfg.resume_trust_unsigned)
+        check_same_network(cfg, run.policy_of(checkpoint), typed)
         if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
             raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
                             f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
@@ -245,11 +318,16 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
 NETWORK_SHAPING = ("obs", "network", "variant")  # what main's module and its rules are built from
 
 
-def check_same_network(cfg: TrainConfig, policy: Path) -> None:
-    """A resume rebuilds main as the run built it: the checkpoint's encoder, network and rules (its policy.json)
-    must be this config's. Otherwise one line naming the overrides that give the run's back (a run from before
-    config.yaml, whose defaults have moved, or an override that changes the network)."""
-    built = read_meta(policy)["model_config"]
+def check_same_network(cfg: TrainConfig, policy: Path, typed: list[str] | tuple[str, ...] = ()) -> None:
+    """A resume rebuilds main as the run built it: the checkpoint's algorithm, encoder, network and rules (its
+    policy.json) must be this config's. Otherwise one line naming the overrides that give the run's back (a run
+    from before config.yaml, whose defaults have moved, or an override that changes the network); when an
+    override `typed` on today's command line (``network=token_set``) made the difference, it names that one."""
+    meta = read_meta(policy)
+    if meta.get("kind") in RLLIB_ALGOS and meta["kind"] != cfg.algo.name:
+        raise UserError(f"resume: the run trains {meta['kind']} and this config gives algo={cfg.algo.name}: "
+                        f"a resumed run keeps its algorithm; drop the algo override or start a new run")
+    built = meta["model_config"]
     before = leaves({key: built[key] for key in NETWORK_SHAPING if key in built})
     # through JSON, as policy.json was written: tuples become lists
     now = leaves(json.loads(json.dumps({key: value for key, value in build.main_model_config(cfg).items()
@@ -258,6 +336,12 @@ def check_same_network(cfg: TrainConfig, policy: Path) -> None:
     if differ:
         run_has = [f"{key}={override_value(before[key])}" for key in differ]
         config_gives = [f"{key}={override_value(now[key])}" for key in differ]
+        changed_by = [o for o in typed if any(key == o.partition("=")[0].lstrip("+~") or key.startswith(
+            o.partition("=")[0].lstrip("+~") + ".") for key in differ)]
+        if changed_by:
+            typed_here = " ".join(changed_by)
+            raise UserError(f"resume: {typed_here} changes the run's main (built with {', '.join(run_has)}): a "
+                            f"resumed run keeps its encoder, network and rules; drop {typed_here}, or start a new run")
         raise UserError(f"resume: the run's main was built with {', '.join(run_has)} and this config gives "
                         f"{', '.join(config_gives)}: add {' '.join(run_has)} to resume it")
 
@@ -272,7 +356,20 @@ def resume_argv(argv: list[str]) -> list[str]:
         if not Path(resume).is_dir():
             raise UserError(f"resume={resume}: no such run folder")
         raise UserError(f"resume={resume}: not a training run folder (no overrides.txt)")
+    # A resume writes where it was pointed: the first start's run_dir= names the folder the run was started in,
+    # which a copied run folder is not.
+    where = (a.lstrip("+~") for a in argv)
+    elsewhere = next((a for a in where if a.partition("=")[0] in WHERE_KEYS
+                      and Path(a.partition("=")[2]).resolve() != Path(resume).resolve()), None)
+    if elsewhere is not None:
+        raise UserError(f"resume={resume}: a resume writes into the run it resumes, and {elsewhere} names another "
+                        "folder: drop it (to continue a copy elsewhere, copy the run folder and resume the copy)")
+    saved = [o for o in saved if o.lstrip("+~").partition("=")[0] not in WHERE_KEYS]
     return merge_overrides(saved, argv)
+
+
+WHERE_KEYS = ("run_dir", "hydra.run.dir")
+"""Overrides that say where a run writes: a resume writes into the run it resumes."""
 
 
 # ---------------------------------------------------------------- 2. seed
@@ -372,8 +469,7 @@ class PanelEvaluator:
         self.load_main(algo)
         start = time.perf_counter()
         player = learned_player(self.module, f"main@{iteration}")
-        results = evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed,
-                                 self.cfg.eval.threads)
+        results = self.against_panel(player, games)
         return {"iteration": iteration, "final": final, "seconds": round(time.perf_counter() - start, 2),
                 "results": [r.to_dict() for r in results]}
 
@@ -383,8 +479,14 @@ class PanelEvaluator:
 
     def panel(self, player) -> dict[str, Any]:
         """Any player against the panel, as a league member's panel record."""
-        return panel_record(evaluate_panel(player, self.cfg.eval.panel, self.rules, self.cfg.eval.games,
-                                           self.cfg.eval.seed, self.cfg.eval.threads))
+        return panel_record(self.against_panel(player, self.cfg.eval.games))
+
+    def against_panel(self, player, games: int):
+        try:
+            return evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed,
+                                  self.cfg.eval.threads)
+        except PlayerError as err:  # a panel bot of the user's (py:) that raises: one line (the loop saves first)
+            raise UserError(f"eval.panel: {one_line(err)}") from None
 
     def weights_of(self, policy_folder: Path):
         """A saved policy's weights in the form `RLModule.set_state` takes."""

@@ -13,14 +13,15 @@ Training writes one into every checkpoint (``<checkpoint>/policy``). It holds:
 `find_policy` accepts that folder, a training checkpoint that contains one, or
 a training run folder (its newest checkpoint). This module is the file format
 only; `policies.saved` loads a folder by its kind (players, values, modules);
-RLlib's own single-module checkpoints (which are pickles) are handled by
-`policies.modules`.
+RLlib's own checkpoints (pickles) are never loaded from a path a user gives:
+`find_policy` refuses them in one line (`refuse_rllib_checkpoint`).
 Anything missing or damaged raises `PolicyFileError` with one line.
 """
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import tempfile
 from pathlib import Path
@@ -89,9 +90,32 @@ def find_policy(path: str | Path) -> Path:
         if not checkpoints:
             raise PolicyFileError(f"run folder '{path}' has no complete checkpoint yet")
         return _newest_that_loads(path, checkpoints)
+    if is_rllib_checkpoint(path):
+        raise PolicyFileError(refuse_rllib_checkpoint(path))
     raise PolicyFileError(
         f"'{path}' holds no policy: give a run folder, a checkpoint folder or a policy folder ({POLICY_JSON})"
     )
+
+
+RLLIB_FILES = ("class_and_ctor_args.pkl", "rllib_checkpoint.json")
+"""Files of an RLlib checkpoint (a module's or an algorithm's): its state and constructor are pickles."""
+
+
+def is_rllib_checkpoint(path: Path) -> bool:
+    """Whether `path` looks like an RLlib checkpoint, whose state restores only by unpickling."""
+    return path.is_dir() and (any((path / name).is_file() for name in RLLIB_FILES) or any(path.glob("*.pkl")))
+
+
+def refuse_rllib_checkpoint(path: Path) -> str:
+    """The one line that refuses the RLlib checkpoint at `path` (never unpickled: a pickle can run any code),
+    naming the policy folder to give instead: the training checkpoint's ``policy`` above it, when there is one."""
+    policy = next((parent / POLICY_DIR for parent in Path(path).resolve().parents
+                   if (parent / POLICY_DIR / POLICY_JSON).is_file()), None)
+    instead = (f"give its training checkpoint's policy folder, '{policy}'" if policy is not None else
+               "give a training run, checkpoint or policy folder, or save the module as a policy folder in "
+               "your own Python (policies.checkpoints.write_policy(dest, kind, model_config, module.state_dict()))")
+    return (f"'{path}' is an RLlib checkpoint, which loads only by unpickling (a pickle can run any code): "
+            f"refused; {instead}")
 
 
 _warned: set[str] = set()
@@ -132,8 +156,51 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def load_weights(folder: Path) -> dict[str, Any]:
-    """The tensors of ``weights.pt``, loaded with ``weights_only`` (no code runs); `PolicyFileError` if damaged."""
+    """The tensors of ``weights.pt``, loaded with ``weights_only`` (no code runs); `PolicyFileError` with one
+    complete line if the file is missing, empty, not a torch file or holds anything but named tensors."""
+    import warnings
+    import zipfile
+
+    file = folder / WEIGHTS
     try:
-        return torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
-    except Exception as err:
-        raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
+        size = file.stat().st_size
+    except OSError as err:
+        raise PolicyFileError(f"'{file}' cannot be read ({err.strerror or type(err).__name__})") from None
+    if size == 0:
+        raise PolicyFileError(f"'{file}' is damaged: it is empty (0 bytes); the policy was not saved or copied "
+                              "completely")
+    if not zipfile.is_zipfile(file):  # what torch.save writes; a truncated one has lost its directory at the end
+        raise PolicyFileError(f"'{file}' is damaged: not a torch weights file ({size:,} bytes, not the zip archive "
+                              "torch.save writes: truncated or another format)")
+    try:
+        with warnings.catch_warnings():  # torch warns about the pickle protocol of a file it then refuses
+            warnings.simplefilter("ignore")
+            state = torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise PolicyFileError(f"'{file}' holds more than tensors, refused (weights are read with weights_only, "
+                              f"which runs no code: {_weights_only_reason(err)})") from None
+    except Exception as err:  # a damaged archive member, a bad record
+        raise PolicyFileError(f"'{file}' is damaged: not a torch weights file ({type(err).__name__}: "
+                              f"{_first_sentence(err)})") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise PolicyFileError(f"'{file}' is damaged: not a state dict (names to tensors) but a "
+                              f"{type(state).__name__}")
+    return state
+
+
+def _first_sentence(err: BaseException) -> str:
+    """The first sentence of an error's message on one line, at most 160 characters, cut at a word."""
+    text = " ".join(str(err).split())
+    sentence = text.split(". ")[0].rstrip(".")
+    if len(sentence) > 160:
+        sentence = sentence[:160].rsplit(" ", 1)[0] + " ..."
+    return sentence or type(err).__name__
+
+
+def _weights_only_reason(err: BaseException) -> str:
+    """torch's reason from its long weights_only refusal (``WeightsUnpickler error: <reason>``)."""
+    text = " ".join(str(err).split())
+    reason = text.partition("WeightsUnpickler error:")[2] or text.partition("from a trusted source.")[2]
+    reason = reason.split(" Check the documentation")[0].strip().rstrip(".")
+    return (reason[:160].rsplit(" ", 1)[0] + " ..." if len(reason) > 160 else reason) or _first_sentence(err)

@@ -42,9 +42,9 @@ Masked modules (`module_spec` kinds ``"ppo"`` and ``"dqn"``):
 ``"players"``; ``"variant"`` (name or mapping of `Rules` fields, default
 ``"classic"``); ``"seed"`` (default 0).
 
-Playing outside RLlib: `load_checkpoint_player` loads one module checkpoint (for an
-algorithm checkpoint, ``<ckpt>/learner_group/learner/rl_module/<module_id>``) into a
-`ModulePlayer`, whose ``act`` plays greedy legal moves on a batch.
+Playing outside RLlib: `load_checkpoint_player` loads a saved policy folder
+(`policies.checkpoints`, no pickle) into a `ModulePlayer`, whose ``act`` plays greedy
+legal moves on a batch; RLlib's own checkpoints (pickles) are refused.
 """
 from __future__ import annotations
 
@@ -493,32 +493,27 @@ class ModulePlayer:
 
 
 def load_checkpoint_player(path: str | Path) -> ModulePlayer:
-    """A `ModulePlayer` for a saved policy.
+    """A `ModulePlayer` for a saved policy, loaded without running a pickle.
 
     `path` is a training run folder, one of its checkpoints or their ``policy``
-    folder (`policies.checkpoints`: tensors only, loaded with ``weights_only``),
-    or an RLlib single-module checkpoint (e.g. from ``module.save_to_path``;
-    RLlib restores it by unpickling, so load only files you trust).
+    folder (`policies.checkpoints`: the module is rebuilt from ``policy.json``
+    and its tensors are read from ``weights.pt`` with ``weights_only``). An RLlib
+    checkpoint (a single module's ``class_and_ctor_args.pkl``, an algorithm's
+    ``algorithm_state.pkl``) restores only by unpickling, which can run any code:
+    it is refused in one line (`PolicyFileError`) that names the policy folder to
+    give instead (the training checkpoint's ``policy`` above it, when there is one).
     """
     path = Path(path)
-    if not (path / RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME).is_file():
-        try:
-            find_policy(path)
-        except PolicyFileError:
-            raise PolicyFileError(
-                f"'{path}' holds no policy: give a training run folder, a checkpoint or policy folder of one, "
-                "or an RLModule checkpoint (<ckpt>/learner_group/learner/rl_module/<module_id>)"
-            ) from None
-        return ModulePlayer(load_module(path))
     try:
-        module = RLModule.from_checkpoint(path.resolve().as_posix())
-    except ValueError as e:  # e.g. an algorithm checkpoint's root: its class is no RLModule
-        raise ValueError(f"'{path}' is not an RLModule checkpoint: {str(e).splitlines()[0]}") from None
-    if isinstance(module, MultiRLModule):
-        raise ValueError(
-            f"'{path}' holds several modules ({', '.join(module.keys())}): load one of them, '{path}/<module_id>'"
-        )
-    return ModulePlayer(module)
+        folder = find_policy(path)  # refuses an RLlib checkpoint in one line (`refuse_rllib_checkpoint`)
+    except PolicyFileError as err:
+        if not str(err).startswith(f"'{path}' holds no policy"):
+            raise  # an RLlib checkpoint, a run folder whose checkpoints are all damaged: it says which
+        raise PolicyFileError(
+            f"'{path}' holds no policy: give a training run folder, a checkpoint or policy folder of one "
+            f"({POLICY_JSON} and {WEIGHTS})"
+        ) from None
+    return ModulePlayer(load_module(folder))
 
 
 @contextlib.contextmanager

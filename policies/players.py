@@ -20,7 +20,8 @@ every game in which that player is to move.
 ``ckpt:<path>``
     a saved agent, loaded by its kind (``policies.saved.REGISTRY``): a PPO or DQN
     policy (needs torch and ray), the GA-evolved network, a TD(λ) value played
-    greedily; or an RLlib module checkpoint (``policies.modules.load_checkpoint_player``).
+    greedily. No pickle runs: an RLlib checkpoint (``class_and_ctor_args.pkl``) is
+    refused in one line (``policies.modules.load_checkpoint_player``).
 ``search:<path>?depth=2&opponent=maxn``
     expectimax over the dice on the value saved at `path` (``policies.search``).
 ``mcts:<path>?sims=64``
@@ -46,7 +47,11 @@ Write a class with one batched method, ``choose(view, die, mask)``:
 and return one token index (0..3) per game. It is built as ``ClassName()``,
 or ``ClassName(seed=seed)`` if its constructor takes a `seed`. Answers are
 checked: a wrong shape or an illegal token stops the run with one line that
-names the class. For example, "move the token that is furthest behind"::
+names the class. One call of ``choose`` may take at most ``move_time_limit``
+seconds (`make_player`; default `DEFAULT_MOVE_TIME_LIMIT`, 30 s): a call
+decides a whole batch, so the limit is per call, not per game, and a slower
+call stops the run with `MoveTimeout`. What the bot prints goes to stderr, so
+a command's stdout (a results table) stays clean. For example, "move the token that is furthest behind"::
 
     import numpy as np
 
@@ -61,6 +66,7 @@ Saved as ``mybots.py`` it plays as ``py:mybots:FurthestBehind``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -83,6 +89,12 @@ class PlayerSpecError(ValueError):
 
 class PlayerError(RuntimeError):
     """A player answered with something that is not one legal token per game; one line."""
+
+
+DEFAULT_MOVE_TIME_LIMIT = 30.0
+"""Seconds one call of a ``py:`` bot's ``choose`` may take (`PythonPlayer.time_limit`). A call decides a whole batch
+(in a tournament up to ``chunk`` games), so the limit is per call, not per game: generous for a Python loop over a
+batch, short enough that a bot that hangs stops the run."""
 
 
 @runtime_checkable
@@ -111,14 +123,18 @@ def allowed_specs() -> str:
             "search:<path>?depth=2 or mcts:<path>?sims=64")
 
 
-def make_player(spec: str, seed: int = 0, rules: Any = None) -> Player:
+def make_player(spec: str, seed: int = 0, rules: Any = None,
+                move_time_limit: float | None = DEFAULT_MOVE_TIME_LIMIT) -> Player:
     """The player a spec names (see the module docstring); `seed` feeds its own randomness. With `rules` (a
-    `ludo_env.rules.Rules`), a learned player must have been trained for them (`check_fits`)."""
+    `ludo_env.rules.Rules`), a learned player must have been trained for them (`check_fits`). `move_time_limit`:
+    seconds a ``py:`` bot's ``choose`` may take per call (`PythonPlayer`; None: no limit)."""
     if not isinstance(spec, str) or not spec.strip():
         raise PlayerSpecError(f"player {spec!r} is not a spec: {allowed_specs()}")
     spec = spec.strip()
     if spec.startswith("py:"):
-        return _load_python_player(spec, seed)
+        player = _load_python_player(spec, seed)
+        player.time_limit = move_time_limit
+        return player
     if spec.startswith("ckpt:"):
         player = _load_checkpoint_player(spec)
     elif spec.startswith(("search:", "mcts:")):
@@ -263,18 +279,29 @@ def call_with_time_limit(fn: Any, seconds: float | None, who: str) -> Any:
 
 # ------------------------------------------------------------ bring your own bot
 class PythonPlayer:
-    """Adapter from a user class with ``choose(view, die, mask)`` (mover's frame) to `Player`."""
+    """Adapter from a user class with ``choose(view, die, mask)`` (mover's frame) to `Player`.
 
-    def __init__(self, spec: str, bot: Any) -> None:
+    Each call of ``choose`` may take at most `time_limit` seconds (None: no limit; `call_with_time_limit`), else
+    `MoveTimeout` names the bot. What the bot prints goes to stderr, so a command's stdout (a results table) stays
+    clean.
+    """
+
+    def __init__(self, spec: str, bot: Any, time_limit: float | None = DEFAULT_MOVE_TIME_LIMIT) -> None:
         self.name = spec
         self.bot = bot
+        self.time_limit = time_limit
         self._who = f"{type(bot).__name__}.choose"
 
     def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
         view = mover_view_batch(states, tab)
         die = states[:, DIE].astype(np.int64)
+        own_masks = masks.copy()  # a copy: the bot cannot edit the game's mask
         try:
-            choices = self.bot.choose(view, die, masks.copy())  # a copy: the bot cannot edit the game's mask
+            with contextlib.redirect_stdout(sys.stderr):
+                choices = call_with_time_limit(lambda: self.bot.choose(view, die, own_masks), self.time_limit,
+                                               f"{self._who} ({self.name})")
+        except MoveTimeout:
+            raise
         except KeyboardInterrupt:  # the person at the keyboard, not the bot: stop as Ctrl-C does
             raise
         except BaseException as err:  # the user's code, SystemExit included (a bot must not end the program)
@@ -293,7 +320,8 @@ def _load_python_player(spec: str, seed: int) -> PythonPlayer:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())  # `python launch/evaluate.py` puts launch/ first, not the user's folder
     try:
-        module = importlib.import_module(module_name)
+        with contextlib.redirect_stdout(sys.stderr):  # what a user's module prints is not a command's output
+            module = importlib.import_module(module_name)
     except ImportError as err:
         raise PlayerSpecError(f"player '{spec}': cannot import module '{module_name}': {_one_line(err)}") from err
     except KeyboardInterrupt:
@@ -314,7 +342,8 @@ def _load_python_player(spec: str, seed: int) -> PythonPlayer:
     except (TypeError, ValueError):
         takes_seed = False
     try:
-        bot = cls(seed=seed) if takes_seed else cls()
+        with contextlib.redirect_stdout(sys.stderr):
+            bot = cls(seed=seed) if takes_seed else cls()
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # SystemExit too: the user's constructor must not end the program

@@ -136,11 +136,17 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The checked lines of one record file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as err:
         raise RecordError(f"record file '{path}' cannot be read: {err.strerror or err}") from None
     records = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Line by line, so damaged bytes (a torn copy, a binary file given by mistake) are named by their line.
+    for number, raw in enumerate(data.splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise RecordError(f"{path}:{number}: not a {RECORD_FORMAT} line: byte {err.start + 1} is not "
+                              "UTF-8 text (a damaged or binary file)") from None
         if line.strip():
             try:
                 records.append(_checked(json.loads(line)))

@@ -112,10 +112,22 @@ from ludo_env.engine.jit import kernel
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, PLY_MAX, STATE_DTYPE, STATE_LEN, compile_rules
 from ludo_env.rules import MAX_TOKENS, Rules
 from policies.league.ratings import ordinal
-from policies.players import BotPlayer, Player, PlayerError, check_choices, check_fits, make_player
+from policies.players import (
+    DEFAULT_MOVE_TIME_LIMIT,
+    BotPlayer,
+    Player,
+    PlayerError,
+    check_choices,
+    check_fits,
+    make_player,
+)
 
 BOT_SEED_SALT = 0xB07_5EED_B07_5EED  # bots' streams differ from every small dice seed
 DEFAULT_CHUNK = 8_192
+FAST_SLICE = 1_024
+"""Games per call of the fast path's kernel within a chunk: Python sees Ctrl-C between calls, so a stop waits for
+at most one slice (built-in bots: about 0.1-0.3 s on one core); each game's dice are its own, so the games are
+the same for any slice."""
 CONFIDENCE = 0.95
 
 
@@ -516,6 +528,7 @@ def play_tournament(
     record: str | Path | None = None,
     record_entry: int = 0,
     threads: int = 1,
+    move_time_limit: float | None = DEFAULT_MOVE_TIME_LIMIT,
 ) -> TournamentResult:
     """Play `games` games between `players` (one spec or `Player` per seat) and report on them.
 
@@ -525,7 +538,9 @@ def play_tournament(
     "generic". `rate=False` skips the openskill ratings (NaN in the report).
     `record` appends the decisions of entry `record_entry` to that record
     file (`policies.records`; played on the generic path). `threads` plays up to that many chunks at once,
-    0 one per core (module docstring: Threads); the results do not depend on it.
+    0 one per core (module docstring: Threads); the results do not depend on it. `move_time_limit`: seconds a
+    ``py:`` player's ``choose`` may take per call, one batch of up to `chunk` games (`policies.players.PythonPlayer`;
+    None: no limit); a slower call raises `policies.players.MoveTimeout`.
     A bad argument raises `TournamentError`, a bad spec (or a learned player trained for other rules)
     `PlayerSpecError`, a player's illegal answer `PlayerError`: all with one-line messages.
     """
@@ -558,7 +573,7 @@ def play_tournament(
     built: dict[str, Player] = {}
     for p, spec in zip(players, specs):
         if spec not in built:
-            built[spec] = make_player(spec, seed) if isinstance(p, str) else p
+            built[spec] = make_player(spec, seed, move_time_limit=move_time_limit) if isinstance(p, str) else p
     player_list = [built[s] for s in distinct]
     for player in player_list:  # a learned player only in the variant and player count it was trained for
         check_fits(player, rules)
@@ -595,8 +610,11 @@ def play_tournament(
         dice, bot_rng = dice_all[a:b], bot_all[a:b]
         reset_batch(states, tab, dice, np.zeros(b - a, dtype=np.int64), masks)  # seat 0 moves first
         if use_fast:
-            _play_fast(player_list, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks, max_plies,
-                       moves[a:b])
+            # in slices: a kernel call cannot be interrupted, and Ctrl-C must not wait for a whole chunk
+            for c in range(0, b - a, FAST_SLICE):
+                d = min(c + FAST_SLICE, b - a)
+                _play_fast(player_list, spec_of_entry, seats[a + c:a + d], states[c:d], tab, dice[c:d],
+                           bot_rng[c:d], masks[c:d], max_plies, moves[a + c:a + d])
         else:
             recorded: list = []
             _play_generic(player_list, distinct, spec_of_entry, seats[a:b], states, tab, dice, bot_rng, masks,
@@ -618,11 +636,15 @@ def play_tournament(
                 play_chunk(a, b)
         else:
             pool = ThreadPoolExecutor(workers, thread_name_prefix="tournament")
+            interrupted = False
             try:
                 for future in [pool.submit(play_chunk, a, b) for a, b in chunks]:
                     future.result()  # in chunk order: the first error raises here
+            except KeyboardInterrupt:
+                interrupted = True  # Ctrl-C: the caller stops now, not after the chunks in flight
+                raise
             finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+                pool.shutdown(wait=not interrupted, cancel_futures=True)
     elapsed = time.perf_counter() - start
     places[~finished] = 0
 

@@ -62,6 +62,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from launch import watchdog
 from launch.cli import UserError, one_line
 from launch.loop import Report, Trainer, run
 from launch.runs import RunState
@@ -130,6 +131,7 @@ class Evolution(Trainer):
     # 2. Ray
     def start(self, state: RunState) -> str:
         ga, rules = self.cfg.algo, self.rules
+        watchdog.start()  # Ray's agents would outlive a killed driver by minutes
         ray.init(address=self.cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
                  configure_logging=True, log_to_driver=False)
         self.tasks = ga.tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))

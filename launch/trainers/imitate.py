@@ -55,10 +55,16 @@ from ludo_env.observations import encode
 from ludo_env.rules import Rules
 from policies.checkpoints import POLICY_DIR
 from policies.evolution import HIDDEN, INIT_RANGE, INPUTS, OBS, OUTPUTS, pack, write_ann_policy
-from policies.records import RecordError, load_decisions, rule_changes
+from policies.records import Decisions, RecordError, load_decisions, rule_changes
 
 
 def train(cfg: TrainConfig, notes: Sequence[str] = ()) -> None:
+    run(Imitation(cfg, check(cfg)), notes)
+
+
+def check(cfg: TrainConfig) -> Decisions:
+    """The decisions to learn from, or `UserError` of one line: run by `launch.train.checked_config` before
+    Hydra makes the run folder, so a damaged record file or records of other rules leave none."""
     imitate = cfg.algo
     if cfg.resume:
         raise UserError(f"resume={cfg.resume}: imitation runs are not resumed: start a new one (the same seed "
@@ -79,7 +85,7 @@ def train(cfg: TrainConfig, notes: Sequence[str] = ()) -> None:
         decisions = decisions.subset(np.flatnonzero(decisions.legal.sum(axis=1) >= 2))
     if not len(decisions):
         raise UserError("algo.records: no decisions left to learn from")
-    run(Imitation(cfg, decisions), notes)
+    return decisions
 
 
 class Imitation(Trainer):

@@ -7,7 +7,11 @@ Members
     ``main`` (the learner, rated as it changes), its frozen snapshots
     (``main@<iteration>``, weights in ``<db folder>/league/<name>/`` as a
     `policies.checkpoints` policy), the seed bots (fixed, always active) and
-    external agents (``ckpt:`` policies from other runs).
+    external agents (``ckpt:`` policies from other runs, search players,
+    ``py:`` bots). An external agent that raises while it plays (a ``py:``
+    bot's bug, an illegal answer, files gone) fails alone: training drops it
+    (`drop`: inactive for good, the reason in the database's meta, so a
+    resumed run keeps it out) and goes on without it.
 
 Snapshot rule (`LeagueSettings`)
     Freeze main every ``snapshot_every`` iterations, or earlier when main's
@@ -39,8 +43,10 @@ Rating rounds (`rating_round`)
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +58,46 @@ from policies.league.store import LeagueStore, Member
 
 MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
+DROPPED_META = "dropped:"
+"""``meta`` key prefix of a dropped external member's record (`League.drop`): ``dropped:<name>``."""
+
+
+class MemberFailed(RuntimeError):
+    """A league member's player raised while it played; one line naming the member and what it raised."""
+
+    def __init__(self, member: str, reason: str):
+        super().__init__(f"league member {member} failed: {reason}")
+        self.member, self.reason = member, reason
+
+
+class _Guarded:
+    """An external member's player whose failures name the member (`MemberFailed`), so a round or a panel
+    knows whom to drop; every other attribute (``thread_safe``, ``trained_for``) is the player's."""
+
+    def __init__(self, player: Any, member: str):
+        self._player = player
+        self.name = member
+
+    def act(self, states, tab, masks):
+        try:
+            return self._player.act(states, tab, masks)
+        except Exception as err:  # the agent's own code (a py: bot) or a broken saved agent
+            raise MemberFailed(self.name, failure_line(err)) from err
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_player":  # not set yet (a copy being built): no endless lookup
+            raise AttributeError(name)
+        return getattr(self._player, name)
+
+
+def failure_line(err: BaseException) -> str:
+    """What an agent raised, in one line: a `policies.players.PlayerError` already names the agent's code."""
+    from policies.players import PlayerError
+
+    text = " ".join(str(err).split())
+    if isinstance(err, PlayerError) and text:
+        return text
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def member_policy_folder(member: Member, db_folder: Path) -> Path | None:
@@ -111,6 +157,8 @@ class RoundResult:
     ratings: dict[str, tuple[float, float]]
     main_ahead: dict[str, float] = field(default_factory=dict)
     """Main's chance to finish ahead of each member it met this round."""
+    dropped: list[MemberFailed] = field(default_factory=list)
+    """External members dropped because they failed while playing this round (`League.rating_round`)."""
 
     @property
     def main_vs_league(self) -> float | None:
@@ -152,11 +200,43 @@ class League:
             name, k = f"{base}#{k}", k + 1
         return self.store.add_member(name, "external", spec)
 
-    def fill_panels(self, panel_of) -> None:
-        """Give every active bot and external member without one its panel record, ``panel_of(member)``."""
+    def fill_panels(self, panel_of, iteration: int | None = None) -> list[MemberFailed]:
+        """Give every active bot and external member without one its panel record, ``panel_of(member)``. An
+        external member whose player (``player(member, guard=True)``) fails while it plays is dropped (`drop`);
+        returns those failures."""
+        dropped = []
         for member in self.store.members(active_only=True, kinds=["bot", "external"]):
             if member.panel is None:
-                self.store.update_member(member.id, panel=panel_of(member))
+                try:
+                    self.store.update_member(member.id, panel=panel_of(member))
+                except MemberFailed as failed:
+                    if failed.member != member.name:
+                        raise
+                    self.drop(failed.member, failed.reason, iteration)
+                    dropped.append(failed)
+        return dropped
+
+    def drop(self, name: str, reason: str, iteration: int | None = None) -> Member:
+        """Take external member `name` out of the league for good: it is no longer drawn, seated or rated (a
+        resumed run keeps it out: `add_external` finds it and leaves it inactive), and ``dropped:<name>`` in
+        the database's meta says why and when. Its row, matches and ratings stay."""
+        member = self.store.member(name)
+        if member is None or member.kind != "external":
+            raise ValueError(f"only an external member can be dropped, not {name!r}")
+        with self.store.transaction():
+            self.store.update_member(member.id, active=0, evicted_at=time.time(), slot=None)
+            self.store.set_meta(f"{DROPPED_META}{name}", json.dumps({"reason": reason, "iteration": iteration}))
+        self._players.pop(name, None)
+        return self.store.member(name)
+
+    def dropped(self) -> dict[str, dict[str, Any]]:
+        """The dropped external members: name -> ``{"reason", "iteration"}``."""
+        out = {}
+        for member in self.store.members(kinds=["external"]):
+            record = self.store.get_meta(f"{DROPPED_META}{member.name}")
+            if record is not None and not member.active:
+                out[member.name] = json.loads(record)
+        return out
 
     def set_main_panel(self, panel: Mapping[str, Any], iteration: int, env_steps: int) -> None:
         main = self.store.member(MAIN_MEMBER)
@@ -257,9 +337,16 @@ class League:
         return head_to_head((m.seats, m.places) for m in self.store.matches(since_round=first))
 
     # ------------------------------------------------------------------ rating rounds
-    def player(self, member: Member, main_player=None):
-        """The member as a `policies.players.Player` named after it (learned members are cached)."""
+    def player(self, member: Member, main_player=None, guard: bool = False):
+        """The member as a `policies.players.Player` named after it (learned members are cached). With `guard`,
+        an external member's player raises `MemberFailed`, naming it, whatever it raises while it plays."""
         from policies.players import make_player
+
+        if guard and member.kind == "external":
+            try:
+                return _Guarded(self.player(member), member.name)
+            except Exception as err:  # its files gone or damaged since it joined: it fails like one that raises
+                raise MemberFailed(member.name, failure_line(err)) from err
 
         if member.kind == "main":
             if main_player is None:
@@ -281,12 +368,36 @@ class League:
     def rating_round(self, rules, seed: int, *, main_player=None, iteration: int | None = None,
                      env_steps: int | None = None, label: str = "training",
                      lineups: Sequence[tuple[int, ...]] | None = None, games_per_lineup: int | None = None,
-                     progress=None) -> RoundResult:
+                     progress=None, drop_failing: bool = False) -> RoundResult:
         """Play, record and rate one round (module docstring); main takes part when `main_player` is given.
 
         `lineups` (member ids) replaces the settings' random line-ups, e.g. with a
         round robin (`round_robin`); `progress(done, total)` is told after each one.
+        With `drop_failing` (and the settings' line-ups), an external member that fails while it plays is
+        dropped (`drop`) and the round is played again without it: nothing of the failed attempt is stored.
+        A league left with fewer active members than seats raises `MemberFailed`.
         """
+        dropped: list[MemberFailed] = []
+        while True:
+            try:
+                result = self._rating_round(rules, seed, main_player, iteration, env_steps, label, lineups,
+                                            games_per_lineup, progress)
+            except MemberFailed as failed:
+                if not drop_failing or lineups is not None:
+                    raise
+                self.drop(failed.member, failed.reason, iteration)
+                dropped.append(failed)
+                active = len(self.store.members(active_only=True))
+                if active < self.settings.players:
+                    raise MemberFailed(failed.member, f"{failed.reason}; dropped, it leaves {active} active "
+                                                      f"members for the {self.settings.players} seats of a "
+                                                      "rating round: add league.rated_bots") from None
+                continue
+            result.dropped = dropped
+            return result
+
+    def _rating_round(self, rules, seed, main_player, iteration, env_steps, label, lineups, games_per_lineup,
+                      progress) -> RoundResult:
         members = [m for m in self.store.members(active_only=True)
                    if m.kind != "main" or main_player is not None]
         by_id = {m.id: m for m in members}
@@ -296,7 +407,7 @@ class League:
                                focus=main.id if main else None)
         games = []
         for k, lineup in enumerate(lineups):
-            players = [self.player(by_id[i], main_player) for i in lineup]
+            players = [self.player(by_id[i], main_player, guard=True) for i in lineup]
             games.extend(play_lineup(players, lineup, rules, games_per_lineup or self.settings.games_per_lineup,
                                      seed + k))
             if progress is not None:
@@ -363,13 +474,19 @@ def play_lineup(players: Sequence[Any], member_ids: Sequence[int], rules, games:
 
 
 LOOKAHEAD_PREFIXES = ("search:", "mcts:")
+EXTERNAL_SPECS = ("give a run, checkpoint or policy folder (ckpt:<path>), search:<path>?depth=2, "
+                  "mcts:<path>?sims=64 or py:package.module:ClassName")
+"""What an external member may be, for error lines."""
 
 
 def normalized_external(spec: str) -> str:
     """`spec` with its policy path made absolute (``ckpt:`` added to a bare path); checks the policy is there.
     A ``py:`` bot stays as it is."""
     from policies.checkpoints import find_policy
+    from policies.players import PlayerSpecError
 
+    if not isinstance(spec, str) or not spec.strip():  # else find_policy('') looks in the current folder
+        raise PlayerSpecError(f"an empty spec {spec!r} names no agent: {EXTERNAL_SPECS}")
     if spec.startswith("py:"):
         return spec
     for prefix in LOOKAHEAD_PREFIXES:

@@ -156,6 +156,8 @@ class LeagueStore:
             raise LeagueStoreError(f"{path}: no league database there (give a run folder or a league.db file)")
         if read_only:
             return cls._open_read_only(path)
+        if not create:
+            _check_is_league(path)  # before anything writes: an empty or foreign file must not become a league
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)  # autocommit; we BEGIN ourselves
         try:
@@ -386,6 +388,23 @@ def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
     if problems != ["ok"]:
         raise LeagueStoreError(f"{path}: the league database is damaged (integrity_check: {problems[0]}); "
                                "restore it from a copy or start a new league")
+
+
+def _check_is_league(path: Path) -> None:
+    """`LeagueStoreError` of one line unless `path` holds a league database (its ``meta`` table): read only, so an
+    empty file or another program's database is refused as it is, not turned into an empty league."""
+    if path.stat().st_size == 0:
+        raise LeagueStoreError(f"{path}: not a league database (an empty file)")
+    try:
+        db = sqlite3.connect(str(path), timeout=30.0)
+        try:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        raise LeagueStoreError(f"{path}: not a league database ({err})") from None
+    if found is None:
+        raise LeagueStoreError(f"{path}: not a league database (it has no league tables)")
 
 
 def _member(row: sqlite3.Row) -> Member:

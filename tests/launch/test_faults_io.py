@@ -212,6 +212,7 @@ def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
     import pickle
 
     from launch.build import main_model_config
+    from launch.runs import sign_checkpoint
     from ludo_env.core import ACTION_SPACE, observation_space
     from policies.checkpoints import write_policy
     from policies.modules import module_spec
@@ -226,6 +227,7 @@ def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
     (checkpoint / "algorithm" / "algorithm_state.pkl").write_bytes(pickle.dumps({"iteration": iteration}))
     (module / "module_state.pkl").write_bytes(pickle.dumps({"weights": list(range(100))}))
     (checkpoint / "run_state.json").write_text(json.dumps({"iteration": iteration}))
+    sign_checkpoint(checkpoint)  # as training signs each checkpoint it writes (launch.runs)
     return checkpoint
 
 
@@ -402,7 +404,20 @@ def test_a_restart_stops_what_a_killed_driver_of_the_run_left_running(tmp_path):
 
 @pytest.mark.slow  # two training starts with Ray: about 3 minutes on 2 busy cores
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
-def test_resume_after_kill_9_of_the_driver_alone_stops_its_ray_agents(tmp_path):
+def _is_watchdog_of(pid: int, driver: int) -> bool:
+    from launch.watchdog import MARKER
+
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except (OSError, ValueError):
+        return False
+    return parent == driver and any(arg.startswith(MARKER.encode() + b"=") for arg in argv)
+
+
+def test_resume_after_kill_9_of_the_driver_and_its_watchdog_stops_its_ray_agents(tmp_path):
     import json
     import time
 
@@ -418,7 +433,12 @@ def test_resume_after_kill_9_of_the_driver_alone_stops_its_ray_agents(tmp_path):
             assert driver.poll() is None and time.monotonic() < deadline
             time.sleep(0.5)
         session = json.loads((run_dir / RAY_SESSION).read_text())["session_dir"].rstrip("/") + "/"
-        driver.kill()  # the driver alone, as `kill -9 <pid>` does; what it started is left to itself
+        # The watchdog (launch/watchdog.py) first, as an OOM killer might take it: the resume's own clean-up is
+        # the net under it. Then the driver alone, as `kill -9 <pid>` does; what it started is left to itself.
+        watchdogs = [pid for pid, _ in _processes() if _is_watchdog_of(pid, driver.pid)]
+        assert len(watchdogs) == 1, watchdogs
+        os.kill(watchdogs[0], signal.SIGKILL)
+        driver.kill()
         driver.wait()
         time.sleep(2)
         left = [pid for pid, _ in _processes() if _holds_open(pid, [session])]

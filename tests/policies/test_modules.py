@@ -142,11 +142,18 @@ def test_bot_module_plays_exactly_as_the_bot(bot):
 
 
 # ---------------------------------------------------------------- playing outside RLlib
+def save_policy(module, dest):
+    """`module` as a policy folder (policy.json + weights.pt), what training writes and ckpt: loads."""
+    from policies.checkpoints import write_policy
+
+    kind = "ppo" if isinstance(module, MaskedPPOTorchRLModule) else "dqn"
+    return write_policy(dest, kind, dict(module.model_config), module.state_dict())
+
+
 @pytest.mark.parametrize("kind", ["ppo", "dqn"])
 def test_checkpoint_player_plays_the_module_greedily_and_legally(kind, tmp_path):
     module = build(kind)
-    module.save_to_path(tmp_path / "module")
-    player = load_checkpoint_player(tmp_path / "module")
+    player = load_checkpoint_player(save_policy(module, tmp_path / "module"))
     assert isinstance(player.module, MaskedPPOTorchRLModule if kind == "ppo" else MaskedDQNTorchRLModule)
     assert (player.obs, player.variant, player.players) == ("egocentric", "classic", 4)
     obs, masks = random_decisions(2)
@@ -239,15 +246,16 @@ def test_ppo_trains_main_against_a_bot_with_legal_moves_only(ray_session, tmp_pa
         assert_main_trained_and_every_move_was_legal(result)
         assert np.isfinite(result["learners"]["main"]["total_loss"])
 
-        # The trained module plays on from an algorithm checkpoint, outside RLlib.
+        # The trained module plays on from its policy folder, outside RLlib; RLlib's own checkpoints (pickles)
+        # are refused, never unpickled.
         algo.save_to_path(tmp_path / "algo")
-        modules_dir = tmp_path / "algo" / "learner_group" / "learner" / "rl_module"
-        player = load_checkpoint_player(modules_dir / "main")
+        main = algo.get_module("main")
+        player = load_checkpoint_player(save_policy(main, tmp_path / "policy"))
         assert isinstance(player.module, MaskedPPOTorchRLModule) and player.obs == "egocentric"
-        with pytest.raises(ValueError, match="holds several modules"):
-            load_checkpoint_player(modules_dir)
-        with pytest.raises(ValueError, match="is not an RLModule checkpoint"):
-            load_checkpoint_player(tmp_path / "algo")
+        modules_dir = tmp_path / "algo" / "learner_group" / "learner" / "rl_module"
+        for folder in (modules_dir / "main", modules_dir, tmp_path / "algo"):
+            with pytest.raises(ValueError, match="is an RLlib checkpoint, which loads only by unpickling"):
+                load_checkpoint_player(folder)
     finally:
         algo.stop()
 
@@ -280,8 +288,7 @@ def test_a_saved_module_plays_in_tournaments_and_as_a_gym_opponent(tmp_path):
     from policies.envs import make_env
     from policies.tournament import play_tournament
 
-    build("ppo").save_to_path(tmp_path / "module")
-    spec = f"ckpt:{tmp_path / 'module'}"
+    spec = f"ckpt:{save_policy(build('ppo'), tmp_path / 'module')}"
     result = play_tournament([spec, "random", "random", "random"], 8, "classic", seed=0)
     assert result.finished.all() and sum(r.games for r in result.rows) == 8 * 4
     env = make_env(opponents=[spec, "hybrid", "random"])
