@@ -17,7 +17,7 @@ PACKAGES = ("ludo_env", "policies", "launch", "benchmarks")
 LAYERS = ("engine", "envs", "agents", "training/evaluation", "commands", "benchmarks")
 # launch/ holds both the shared training pieces and the command scripts that use them.
 TRAINING_MODULES = ("launch", "launch.cli", "launch.schema", "launch.runs", "launch.loop", "launch.build",
-                    "launch.sampler", "launch.replay", "launch.dqn_learner", "launch.trainers")
+                    "launch.sampler", "launch.replay", "launch.dqn_learner", "launch.trainers", "launch.watchdog")
 
 
 def module_name(path: Path) -> str:
