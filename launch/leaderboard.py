@@ -17,8 +17,9 @@ Arguments are key=value, and one flag:
 ``--serve``
     After writing the page, serve it on http://127.0.0.1:<port>/ (this machine
     only) until Ctrl-C. Every request renders the page afresh from the
-    database, and the page reloads itself every `REFRESH_SECONDS` seconds, so
-    it follows a run while it trains. Only GET and HEAD of ``/`` and of
+    database, and the page fetches itself again every `REFRESH_SECONDS`
+    seconds and refreshes its data in place (no reload), so it follows a run
+    while it trains. Only GET and HEAD of ``/`` and of
     ``/<name of out>`` are answered; other paths are 404, other methods 405.
 ``port``
     The port for --serve (default 8765; 0 lets the system pick a free one,
@@ -35,15 +36,22 @@ port, an unwritable output) prints one line to stderr and exits with status 2.
 """
 from __future__ import annotations
 
-import json
-import signal
 import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, check_output, fail, options_only, parse_port, write_text
+from launch.cli import (
+    UserError,
+    catch_interrupts,
+    check_output,
+    fail,
+    options_only,
+    parse_port,
+    read_jsonl,
+    write_text,
+)
 
 HOST = "127.0.0.1"  # the page shows run details: never offered beyond this machine
 DEFAULT_PORT = 8765
@@ -64,19 +72,16 @@ def parse(argv: list[str]) -> dict[str, Any]:
     return args
 
 
-def read_metrics(path: Path) -> list[dict[str, Any]] | None:
-    """The run's metrics rows, or None without a metrics file."""
+def read_metrics(path: Path, warned: set | None = None) -> list[dict[str, Any]] | None:
+    """The run's metrics rows, or None without a metrics file. A line that is not UTF-8 or not a JSON object is
+    left out with a one-line warning naming the file and the line (`launch.cli.read_jsonl`); a run being written
+    can end in half a line, left out quietly."""
     if not path.is_file():
         return None
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a run being written can end in half a line
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    try:
+        return read_jsonl(path, "metrics row", warned)
+    except OSError as err:
+        raise UserError(f"{path}: cannot read the run's metrics ({err.strerror or err})") from None
 
 
 class Board:
@@ -95,16 +100,20 @@ class Board:
         except LeagueStoreError as err:
             raise UserError(str(err)) from None
         self.metrics_path = self.db_path.parent / METRICS_NAME
+        self.warned: set = set()  # metrics lines already warned of: the server renders the page again and again
         run = self.db_path.parent.name if self.db_path.name == DB_NAME else self.db_path.stem
         self.title = f"League leaderboard: {run}"
 
-    def render(self, refresh_seconds: int | None = None) -> str:
+    def render(self, refresh_seconds: int | None = None, **page: Any) -> str:
+        """The page (`policies.league.leaderboard.render_html`, `page` its keyword options) from the database as
+        it is now."""
         from policies.league.leaderboard import render_html
         from policies.league.store import LeagueStore
 
         # a connection per render: the server answers on several threads, and sqlite3 connections stay on one
         with LeagueStore.open(self.db_path, create=False, read_only=True) as store, store.snapshot():
-            return render_html(store, read_metrics(self.metrics_path), self.title, refresh_seconds)
+            return render_html(store, read_metrics(self.metrics_path, self.warned), self.title, refresh_seconds,
+                               **page)
 
     def write(self) -> Path:
         page = self.render()
@@ -168,7 +177,7 @@ def serve(board: Board, port: int) -> None:
         raise UserError(f"port={port}: cannot serve on {HOST} ({err.strerror})") from None
     server.daemon_threads = True  # an open keep-alive connection must not hold up Ctrl-C
     # Started in the background by a shell (`cmd &`), a process inherits SIGINT ignored; "Ctrl-C stops" must hold.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    catch_interrupts()
     print(f"serving http://{HOST}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()

@@ -16,9 +16,15 @@ Arguments are key=value:
 ``league``
     A league run folder (its ``league.db``) or database: its active members
     are offered as opponents, read afresh on each request so a running
-    training's new members appear, and ``/league`` serves its leaderboard
-    (`policies.league.leaderboard`), re-rendered from a read-only connection
-    on every request, as ``launch/leaderboard.py --serve`` does.
+    training's new members appear. A learned member plays from the league's
+    own files, its paths taken relative to the database's folder as the
+    league takes them (a snapshot's weights in ``<run>/league/<name>/``);
+    ``main`` is the run's newest checkpoint's policy (``best/`` before the
+    first), and is not offered while the run has neither; a member whose
+    weights are gone is not offered. ``/league`` serves its leaderboard
+    (`policies.league.leaderboard`), rendered from a read-only connection on
+    every request, under the site's header; the page refreshes its data in
+    place every 30 s, and plotly.js comes once, as a cached file.
 ``records`` (default ``outputs/serve/records``)
     Every finished game is written here as ``<time>-<id>.jsonl`` in the
     `policies.records` format: every decision, the person's (player
@@ -29,6 +35,11 @@ Arguments are key=value:
 ``replays``
     More record files for the replay viewer (``launch/play.py`` or
     ``launch/evaluate.py record=`` output), as a list ``[a,b]``.
+``move_seconds`` (default 10)
+    How long an agent may take for one move (its first move, which may
+    compile, up to 120 s). An agent that raises, answers a token that cannot
+    move or runs out of time loses its seat in that game to the ``random``
+    bot, and the page says so; the game goes on. ``0`` or ``none``: no limit.
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
 
@@ -38,15 +49,19 @@ probabilities or values; ``/league`` is the leaderboard. The browser sends
 only ids from the server's lists, never a spec or a path.
 
 A bad argument, an unknown opponent spec, a league folder that is not one or
-a port in use prints one line to stderr and exits 2. Ctrl-C stops the server.
+a port in use prints one line to stderr and exits 2. Ctrl-C (or SIGTERM)
+stops the server within a few seconds, even with a move in progress: it prints
+``stopped`` and exits 130 (143 for SIGTERM).
 """
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +70,12 @@ from launch.cli import UserError, fail, options_only, parse_port
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_RECORDS = "outputs/serve/records"
-OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "host": HOST,
-           "port": str(DEFAULT_PORT)}
+DEFAULT_MOVE_SECONDS = 10  # launch.web.app.DEFAULT_MOVE_SECONDS, kept here so that --help imports no web stack
+STOP_SECONDS = 3  # for requests in flight after Ctrl-C; a move stuck in an agent is not waited for
+OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "move_seconds": str(DEFAULT_MOVE_SECONDS),
+           "host": HOST, "port": str(DEFAULT_PORT)}
 USAGE = ("python launch/serve.py [agents=[spec,...]] [league=<run folder>] [records=<folder>] [replays=[file,...]] "
-         "[host=<address>] [port=<n>]")
+         "[move_seconds=<s>] [host=<address>] [port=<n>]")
 
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # as launch/play.py, for the same reason
 
@@ -80,7 +97,22 @@ def parse(argv: list[str]) -> dict[str, Any]:
         args[key] = parse_list(key, args[key])
     args["league"] = args["league"] or None
     args["port"] = parse_port(args["port"])
+    args["move_seconds"] = parse_seconds(args["move_seconds"])
     return args
+
+
+def parse_seconds(value: str) -> float | None:
+    """``move_seconds``: a positive number of seconds, or 0/none for no limit."""
+    if value.strip().lower() in ("0", "none"):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= 86400):
+        raise UserError(f"move_seconds={value} is not allowed: give a number of seconds above 0 and at most 86400, "
+                        "or 0 or none for no limit")
+    return seconds
 
 
 def build_site(args: dict[str, Any]):
@@ -110,7 +142,7 @@ def build_site(args: dict[str, Any]):
         raise UserError(f"records={records}: cannot make the folder ({err.strerror})") from None
     if not os.access(records, os.W_OK):
         raise UserError(f"records={records}: the folder is not writable")
-    site = Site(records.resolve(), args["agents"], league, replays)
+    site = Site(records.resolve(), args["agents"], league, replays, move_seconds=args.get("move_seconds"))
     try:
         site.load_agents()  # now: a bad spec is a start-up error, not a failed game later
     except PlayerSpecError as err:
@@ -173,13 +205,41 @@ def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = uvicorn.Config(create_app(site), log_level="warning", access_log=False)
     server = uvicorn.Server(config)
+    code = serve_until_stopped(server, sock)
+    # The real stdout: a py: bot's call still in flight has sys.stdout pointed at stderr (policies.players).
+    print("stopped", file=sys.__stdout__, flush=True)
+    sys.stderr.flush()
+    # Not sys.exit: the threads of requests in flight cannot be stopped, and a move stuck in an agent's code
+    # would keep the process alive. Every finished game's record is already renamed into place.
+    os._exit(code)
+
+
+def serve_until_stopped(server, sock: socket.socket) -> int:
+    """Serve in a thread until Ctrl-C or SIGTERM, then give requests in flight `STOP_SECONDS`; the exit status.
+
+    uvicorn in the main thread would catch the signals itself and then, on its way out, wait for every request
+    thread, an agent stuck in a move's included, so that Ctrl-C did not stop it; in another thread it leaves
+    signals alone, and this thread keeps them."""
+    got: list[int] = []
+    stop = threading.Event()
+
+    def on_signal(signum, _frame):
+        got.append(signum)
+        stop.set()
+
     # Started in the background by a shell (`cmd &`), a process inherits SIGINT ignored; Ctrl-C must still stop.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn", daemon=True)
+    thread.start()
+    while thread.is_alive() and not stop.wait(0.5):
         pass
-    print("stopped", flush=True)
+    if not got:
+        print("error: the server stopped by itself; see the lines above", file=sys.stderr, flush=True)
+        return 1
+    server.should_exit = True
+    thread.join(STOP_SECONDS)
+    return 128 + got[0]
 
 
 if __name__ == "__main__":

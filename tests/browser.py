@@ -63,13 +63,19 @@ def browser_or_skip() -> None:
             pytest.skip(why)
 
 
-def new_chrome(window_size: str = "1400,1000"):
-    """A headless Chromium driven by selenium, its console log kept."""
+def new_chrome(window_size: str = "1400,1000", phone: tuple[int, int] | None = None):
+    """A headless Chromium driven by selenium, its console log kept. `phone` (width, height): Chromium's mobile
+    emulation of a phone's screen of that many CSS pixels (pixel ratio 3, touch), as a phone lays pages out."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    if phone is not None:
+        options.add_experimental_option("mobileEmulation", {
+            "deviceMetrics": {"width": phone[0], "height": phone[1], "pixelRatio": 3.0, "touch": True},
+            "userAgent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+                         "Chrome/120.0 Mobile Safari/537.36"})
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 f"--window-size={window_size}", "--hide-scrollbars"):
         options.add_argument(arg)

@@ -14,25 +14,36 @@ written beside its place and renamed into it, so a file is whole or absent.
 
 Every refusal is a 4xx with one line of JSON, ``{"error": "..."}``; so is a
 malformed or unknown request. Nothing answers with a traceback.
+
+The browser is not trusted: it names things only by ids from the lists the
+server publishes (variants, opponents, games, record files), each looked up in
+that list before anything is loaded; an error text repeats at most a short,
+escaped prefix of what was sent; a body is at most `MAX_BODY_BYTES`. An agent
+that raises, answers a token that cannot move or runs past the move time
+limit loses its seat to the random bot for the rest of that game, and the
+game's view says so: one bad agent cannot stop a game, nor hold up others.
 """
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 import secrets
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from launch.play import (
@@ -53,8 +64,55 @@ VARIANT_DIR = Path(__file__).resolve().parents[2] / "conf" / "variant"
 HUMAN = "human"  # the recorded player of the person's decisions, as launch/play.py records them
 HUMAN_DIR = "human"
 MAX_GAMES = 500  # games held in memory; the oldest finished ones go first
-LEAGUE_REFRESH_SECONDS = 30
+LEAGUE_REFRESH_SECONDS = 30  # the league page refreshes its data (not the page) this often
+
+
+def _plotly_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("plotly")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+PLOTLY_ROUTE = f"/vendor/plotly-{_plotly_version()}.min.js"
+
+
+def plotly_file() -> Path:
+    """plotly.js as the installed plotly package ships it (what the standalone page inlines)."""
+    import plotly
+
+    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+MAX_BODY_BYTES = 16 * 1024  # a new game's body is under 200 bytes
+DEFAULT_MOVE_SECONDS = 10.0
+# An agent's first move also compiles its kernels (numba's cache can be cold, torch warms up): it gets longer.
+FIRST_MOVE_SECONDS = 120.0
+SHOWN_CHARS = 40  # of a client's value in an error text
+MAX_ERROR_CHARS = 300
+HTTP_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+REPLACEMENT = "random"  # the bot that takes a failed agent's seat
 log = logging.getLogger("launch.serve")
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """A client's value for an error text: a short prefix, quoted and escaped to ASCII, so that neither a huge
+    input nor a lone surrogate comes back (or into the log) whole."""
+    if isinstance(value, str):
+        return ascii(value[:limit]) + ("..." if len(value) > limit else "")
+    text = ascii(value)  # a number or a JSON list: bounded by MAX_BODY_BYTES
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def one_line(err: BaseException, limit: int = 200) -> str:
+    """An exception on one short line, for a game's notice and the log; a `PlayerError` already names what
+    raised, anything else is prefixed with its type."""
+    from policies.players import PlayerError
+
+    text = " ".join(str(err).split())
+    if not isinstance(err, PlayerError):
+        text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return text[:limit] + ("..." if len(text) > limit else "")
 
 
 class Refused(Exception):
@@ -90,27 +148,49 @@ class Site:
     """What the server was started with: opponents, the records folder, the league and extra record files."""
 
     def __init__(self, records: Path, agents: list[str] | None = None, league=None,
-                 replays: list[Path] | None = None):
+                 replays: list[Path] | None = None, move_seconds: float | None = DEFAULT_MOVE_SECONDS):
         from policies.players import bot_names
 
         self.records = records
         self.league = league  # a launch.leaderboard.Board, or None
         self.replays = list(replays or [])
+        self.move_seconds = move_seconds  # an agent's time for one move; None: no limit
         self.bots = [Opponent(f"bot:{name}", name, "bot", name) for name in bot_names()]
         self.agents = [Opponent(f"agent:{k}", short_label(spec), "agent", spec) for k, spec in enumerate(agents or [])]
-        self._loaded: dict[str, Any] = {}  # spec -> a loaded agent, shared by games (its act behind _load_lock)
+        self._loaded: dict[str, Any] = {}  # spec -> a loaded agent, shared by games
+        # A loaded agent is asked by one game at a time (torch and search keep state); each has its own lock so
+        # that a slow agent holds up only the games it plays in.
+        self._agent_locks: dict[str, threading.Lock] = {}
+        self._warmed: set[str] = set()  # specs of loaded agents that have made their first move
         self._load_lock = threading.Lock()
-        self.act_lock = threading.Lock()
+        self._league_error: str | None = None
 
     def league_members(self) -> list[Opponent]:
-        """The league's active members, read afresh: a running training adds them as it goes."""
+        """The league's active members, read afresh: a running training adds them as it goes. A database that
+        cannot be read now (locked, replaced mid-run) offers none, and says so once in the log."""
         if self.league is None:
             return []
         from policies.league.store import LeagueStore
 
-        with LeagueStore.open(self.league.db_path, create=False, read_only=True) as store:
-            members = store.members(active_only=True)
-        return [Opponent(f"league:{m.name}", f"{m.name} ({m.kind})", "league", m.spec) for m in members]
+        try:
+            with LeagueStore.open(self.league.db_path, create=False, read_only=True) as store:
+                members = store.members(active_only=True)
+        except Exception as err:  # noqa: BLE001 - the league is another process's file; the site goes on
+            problem = one_line(err)
+            if problem != self._league_error:
+                log.error("league members cannot be read now: %s", problem)
+            self._league_error = problem
+            return []
+        self._league_error = None
+        folder = self.league.db_path.parent
+        out = []
+        for member in members:
+            resolved = league_member_spec(member, folder)
+            if resolved is None:  # main before its first checkpoint, a snapshot whose folder is gone: not playable
+                continue
+            spec, note = resolved
+            out.append(Opponent(f"league:{member.name}", f"{member.name} ({member.kind}{note})", "league", spec))
+        return out
 
     def opponents(self) -> list[Opponent]:
         return self.bots + self.agents + self.league_members()
@@ -120,7 +200,7 @@ class Site:
             for opponent in self.opponents():
                 if opponent.id == opponent_id:
                     return opponent
-        raise Refused(422, f"unknown opponent {opponent_id!r}: choose an id from GET /api/options")
+        raise Refused(422, f"unknown opponent {shown(opponent_id)}: choose an id from GET /api/options")
 
     def player(self, opponent: Opponent, seed: int, rules=None):
         """A player for one game (of `rules`): a fresh bot with the game's seed, or the one loaded copy of an
@@ -132,7 +212,7 @@ class Site:
         with self._load_lock:
             try:
                 if opponent.spec not in self._loaded:
-                    self._loaded[opponent.spec] = make_player(opponent.spec, seed=seed)
+                    self._keep(opponent.spec, make_player(opponent.spec, seed=seed))
                 if rules is not None:
                     check_fits(self._loaded[opponent.spec], rules)
             except PlayerSpecError as err:
@@ -145,7 +225,51 @@ class Site:
 
         for agent in self.agents:
             if agent.spec not in self._loaded:
-                self._loaded[agent.spec] = make_player(agent.spec, seed=0)
+                self._keep(agent.spec, make_player(agent.spec, seed=0))
+
+    def _keep(self, spec: str, player: Any) -> None:
+        if hasattr(player, "time_limit"):
+            player.time_limit = None  # a py: bot's own limit; `choose` times every agent alike, first moves longer
+        self._loaded[spec] = player
+        self._agent_locks[spec] = threading.Lock()
+
+    def _spec_of(self, player: Any) -> str | None:
+        """The spec of a loaded agent shared by games; None for a game's own bot."""
+        return next((spec for spec, loaded in list(self._loaded.items()) if loaded is player), None)
+
+    def agent_lock(self, player: Any) -> threading.Lock | None:
+        spec = self._spec_of(player)
+        return None if spec is None else self._agent_locks[spec]
+
+    def choose(self, player: Any, states: np.ndarray, tab: np.ndarray, mask: np.ndarray, who: str) -> int:
+        """The player's legal token for the one game in `states`; `PlayerError` (`MoveTimeout` included) or
+        whatever the player raised otherwise. A loaded agent has the move time limit; a game's own seed bot,
+        the server's code, is not timed."""
+        from policies.players import MoveTimeout, call_with_time_limit, check_choices
+
+        spec = self._spec_of(player)
+        if spec is None:
+            return int(check_choices(player.act(states, tab, mask), mask, who)[0])
+        lock = self._agent_locks[spec]
+        seconds = self.move_seconds
+        if seconds is not None and spec not in self._warmed:
+            seconds = max(seconds, FIRST_MOVE_SECONDS)
+        # A call that timed out goes on in its abandoned thread and keeps the agent's lock until it returns,
+        # which may be never: another game waits for it no longer than one move's time, then fails that move.
+        if not lock.acquire(timeout=-1 if seconds is None else seconds):
+            raise MoveTimeout(f"{who} is still busy with a move that took longer than {seconds:g} s")
+
+        def act():
+            try:
+                return player.act(states, tab, mask)
+            finally:
+                lock.release()  # from the thread that ran the call, whenever it ends
+
+        try:
+            choices = call_with_time_limit(act, seconds, who)
+        finally:
+            self._warmed.add(spec)  # its one long first move is spent, whether it was used well or not
+        return int(check_choices(choices, mask, who)[0])
 
     def known_agent(self, spec: str):
         """The loaded player of a spec this server plays (agent or league member), for its move insight."""
@@ -159,16 +283,75 @@ class Site:
         return None
 
 
-def variants() -> list[dict[str, Any]]:
-    """The rule sets of conf/variant that the classic board draws, with their player counts."""
+def league_member_spec(member, db_folder: Path) -> tuple[str, str] | None:
+    """The spec that plays league member `member` from this server, and a note for its label; None when it has
+    nothing to play now. Paths are the league's, resolved as the league resolves them
+    (`policies.league.league.member_policy_folder`: relative to the database's folder), never from the server's
+    working folder; ``main`` is the run's newest checkpoint policy, or its best/ one before any checkpoint."""
+    from policies.league.league import member_policy_folder
+
+    spec = member.spec
+    if member.kind == "main":
+        found = main_policy(db_folder)
+        return None if found is None else (f"ckpt:{found[0]}", f", {found[1]}")
+    if spec.startswith("ckpt:"):
+        folder = member_policy_folder(member, db_folder)
+        return (f"ckpt:{folder}", "") if holds_policy(folder) else None
+    for prefix in ("search:", "mcts:"):  # a look-ahead player over a policy: its path resolved alike
+        if spec.startswith(prefix):
+            path, sep, query = spec[len(prefix):].partition("?")
+            folder = Path(path) if Path(path).is_absolute() else db_folder / path
+            return (f"{prefix}{folder}{sep}{query}", "") if holds_policy(folder) else None
+    return spec, ""  # a seed bot's name, or a py: bot
+
+
+def holds_policy(path: Path) -> bool:
+    """Whether `path` is a policy, checkpoint or run folder (`policies.checkpoints.find_policy`'s), looked at
+    without loading anything: a request lists the league, and loading waits until a game picks the member."""
+    from policies.checkpoints import CHECKPOINTS_DIR, POLICY_DIR, POLICY_JSON
+
+    return ((path / POLICY_JSON).is_file() or (path / POLICY_DIR / POLICY_JSON).is_file()
+            or (path / CHECKPOINTS_DIR).is_dir())
+
+
+def main_policy(run: Path) -> tuple[Path, str] | None:
+    """The run's current main as a policy folder, and which it is: the newest checkpoint's policy (as
+    `policies.checkpoints.find_policy` of the run folder takes it, the newest whose files are there), else
+    best/'s; None when the run has neither yet (a league database outside a run folder has neither)."""
+    from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR, POLICY_JSON, WEIGHTS
+
+    def whole(policy: Path) -> bool:
+        try:
+            return (policy / POLICY_JSON).is_file() and (policy / WEIGHTS).stat().st_size > 0
+        except OSError:
+            return False
+
+    checkpoints = sorted((run / CHECKPOINTS_DIR).glob(f"{CHECKPOINT_PREFIX}*"), reverse=True)
+    for checkpoint in checkpoints:
+        if whole(checkpoint / POLICY_DIR):
+            return checkpoint / POLICY_DIR, checkpoint.name
+    best = run / "best" / POLICY_DIR  # launch.runs.BEST_DIR: the run's best-evaluated policy
+    return (best, "best") if whole(best) else None
+
+
+@functools.cache
+def offered_variants() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Name -> (its conf/variant file stem, what GET /api/options says of it) for the rule sets the classic board
+    draws: the only variants a game may name, and the only files a game loads."""
     from ludo_env.rules import Rules
 
-    out = []
+    out = {}
     for path in sorted(VARIANT_DIR.glob("*.yaml")):
         rules = Rules.load(path.stem)
         if classic_geometry(rules):
-            out.append({"name": rules.name, "players": list(rules.allowed_players), "tokens": rules.tokens})
+            out[rules.name] = (path.stem, {"name": rules.name, "players": list(rules.allowed_players),
+                                           "tokens": rules.tokens})
     return out
+
+
+def variants() -> list[dict[str, Any]]:
+    """The rule sets of conf/variant that the classic board draws, with their player counts."""
+    return [info for _, info in offered_variants().values()]
 
 
 # ------------------------------------------------------------------ what the page draws
@@ -226,6 +409,8 @@ class Session:
         self.game = Game(rules, seed=seed)
         self.names = [COLOUR_NAMES[c] for c in rules.seat_colours]
         self.labels = ["you" if s == you else opponents[s].label for s in range(rules.players)]
+        self.specs = {seat: o.spec for seat, o in opponents.items()}  # who is recorded: a replacement changes it
+        self.notices: list[str] = []  # what the page must tell the person: an agent that failed and was replaced
         self.log: list[dict[str, Any]] = []  # every roll: seat, die, token (None: no move), text
         self.decisions: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # spec, state, legal mask, token
         self.started = datetime.now(UTC)
@@ -276,14 +461,14 @@ class Session:
 
     def move(self, token: Any, seat: int | None = None) -> None:
         if seat is not None and seat != self.you:
-            name = self.names[seat] if 0 <= seat < self.rules.players else f"seat {seat}"
+            name = self.names[seat] if 0 <= seat < self.rules.players else f"seat {shown(seat)}"
             raise Refused(409, f"that is {name}'s token: you play {self.names[self.you]}")
         if self.turn() != "move":
             self._require("move")
         legal = self.game.legal_tokens()
         if not isinstance(token, int) or isinstance(token, bool) or token not in legal:
             allowed = " or ".join(str(t) for t in legal)
-            raise Refused(409, f"token {token} cannot move with a {self.game.die}: move token {allowed}")
+            raise Refused(409, f"token {shown(token)} cannot move with a {self.game.die}: move token {allowed}")
         self._move(self.you, token, HUMAN)
 
     def step(self) -> None:
@@ -294,11 +479,27 @@ class Session:
         seat = self.game.current
         if not self._draw_and_roll():
             return
-        game, player = self.game, self.players[seat]
+        game = self.game
         mask = game.legal_mask()[None].astype(np.int8)
-        with self.site.act_lock:  # a loaded agent is shared by games; torch and search keep state
-            token = int(player.act(game.state[None].copy(), game.table, mask)[0])
-        self._move(seat, token, self.opponents[seat].spec)
+        states = game.state[None].copy()
+        try:
+            token = self.site.choose(self.players[seat], states, game.table, mask, self.who(seat))
+        except Exception as err:  # noqa: BLE001 - the agent's own code; the die is rolled, the game must go on
+            self._replace(seat, err)
+            token = int(self.players[seat].act(states, game.table, mask)[0])
+        self._move(seat, token, self.specs[seat])
+
+    def _replace(self, seat: int, err: Exception) -> None:
+        """The random bot takes the seat of an agent that failed, for the rest of this game: the person's game
+        goes on, and the view's notices say why."""
+        from policies.players import make_player
+
+        notice = f"{self.who(seat)} failed: {one_line(err)}; {REPLACEMENT} plays its seat from now on"
+        log.warning("game %s: %s", self.id, notice)
+        self.notices.append(notice)
+        self.players[seat] = make_player(REPLACEMENT, seed=self.seed + 1 + len(self.names) + seat)
+        self.specs[seat] = REPLACEMENT
+        self.labels[seat] = f"{REPLACEMENT}, for {self.labels[seat]}"
 
     def _require(self, action: str) -> None:
         turn = self.turn()
@@ -353,7 +554,7 @@ class Session:
             "tokens": token_places(rules, game.tokens),
             "log": self.log, "over": game.over, "places": game.places,
             "order": finishing_order(game, [self.who(s) for s in range(rules.players)]) if game.over else None,
-            "record": self.record, "board": board_geometry(rules),
+            "record": self.record, "board": board_geometry(rules), "notices": self.notices,
         }
 
 
@@ -363,7 +564,7 @@ class RecordShelf:
 
     def __init__(self, site: Site):
         self.site = site
-        self._cache: dict[Path, tuple[tuple[float, int], Any]] = {}
+        self._cache: dict[Path, tuple[tuple[float, int], Any]] = {}  # the Decisions, or the error it gave
         self._lock = threading.Lock()
 
     def files(self) -> dict[str, Path]:
@@ -376,28 +577,37 @@ class RecordShelf:
             found[f"file{k}/{path.name}"] = path
         return found
 
-    def decisions(self, path: Path):
-        """The file's `policies.records.Decisions`, read again only when the file changed; RecordError if bad."""
+    def decisions(self, key: str, path: Path):
+        """The file's `policies.records.Decisions`, read again only when the file changed. A file that cannot
+        be read raises `Refused` (422) naming it by its key, and is logged once per change, not per request."""
         from policies.records import load_decisions
 
-        stat = path.stat()
-        key = (stat.st_mtime, stat.st_size)
+        try:
+            stat = path.stat()
+        except OSError as err:
+            raise Refused(422, f"{key} cannot be read now ({err.strerror})") from None
+        version = (stat.st_mtime, stat.st_size)
         with self._lock:
             cached = self._cache.get(path)
-            if cached is None or cached[0] != key:
-                cached = (key, load_decisions([path]))
+            if cached is None or cached[0] != version:
+                try:
+                    cached = (version, load_decisions([path]))
+                except Exception as err:  # noqa: BLE001 - any damage, undecodable bytes too, fails this file alone
+                    problem = record_problem(err, path, key)
+                    log.error("record file %s skipped: %s", path, problem)
+                    cached = (version, Refused(422, f"{key} is damaged: {problem}"))
                 self._cache[path] = cached
-            return cached[1]
+        if isinstance(cached[1], Refused):
+            raise cached[1]
+        return cached[1]
 
     def listing(self) -> list[dict[str, Any]]:
-        from policies.records import RecordError
-
         out = []
         for key, path in self.files().items():
             try:
-                decisions = self.decisions(path)
-            except (RecordError, OSError) as err:
-                out.append({"file": key, "error": " ".join(str(err).replace(str(path), key).split())})
+                decisions = self.decisions(key, path)
+            except Refused as err:
+                out.append({"file": key, "error": str(err)})
                 continue
             for k, (game, rows) in enumerate(games_of(decisions).items()):
                 out.append({"file": key, "game": k, "name": game.partition(":")[2], "decisions": len(rows),
@@ -405,20 +615,26 @@ class RecordShelf:
         return out
 
     def replay(self, file_key: str, game_index: int) -> dict[str, Any]:
-        from ludo_env.engine import Game
-        from ludo_env.engine.layout import compile_rules
-        from policies.records import RecordError
-
         path = self.files().get(file_key)
         if path is None:
-            raise Refused(404, f"no record file {file_key!r}: choose one from GET /api/records")
-        try:
-            decisions = self.decisions(path)
-        except (RecordError, OSError) as err:
-            raise Refused(422, " ".join(str(err).replace(str(path), file_key).split())) from None
+            raise Refused(404, f"no record file {shown(file_key)}: choose one from GET /api/records")
+        decisions = self.decisions(file_key, path)
         games = list(games_of(decisions).items())
         if not 0 <= game_index < len(games):
-            raise Refused(404, f"{file_key} has games 0..{len(games) - 1}, not {game_index}")
+            raise Refused(404, f"{file_key} has games 0..{len(games) - 1}, not {shown(game_index)}")
+        try:
+            return self._replay(file_key, game_index, decisions, games)
+        except Refused:
+            raise
+        except Exception as err:  # noqa: BLE001 - a damaged game fails alone: the file's other games still replay
+            log.error("replay of %s game %d failed: %s", path, game_index, one_line(err))
+            raise Refused(422, f"{file_key} game {game_index} cannot be replayed: its positions are not "
+                               "ones the engine plays") from None
+
+    def _replay(self, file_key: str, game_index: int, decisions, games) -> dict[str, Any]:
+        from ludo_env.engine import Game
+        from ludo_env.engine.layout import compile_rules
+
         name, rows = games[game_index]
         rules = decisions.rules
         if not classic_geometry(rules):
@@ -434,14 +650,45 @@ class RecordShelf:
             game = Game.from_state(rules, state)
             spec = str(decisions.players[row])
             chosen = int(decisions.chosen[row])
+            try:
+                insight = self.insight(agents[spec], state, tab, decisions.legal[row])
+            except TimeoutError:
+                agents[spec] = insight = None  # busy past a move's time: asked no more in this replay
             steps.append({"seat": game.current, "player": short_label(spec), "die": game.die,
                           "tokens": token_places(rules, game.tokens), "legal": move_options(game, names),
-                          "chosen": chosen, "text": describe_move(game, chosen, names),
-                          "insight": move_insight(agents[spec], state, tab, decisions.legal[row])})
+                          "chosen": chosen, "text": describe_move(game, chosen, names), "insight": insight})
         game.move(int(decisions.chosen[rows[-1]]))
         return {"file": file_key, "game": game_index, "name": name.partition(":")[2], "variant": rules.name,
                 "players": rules.players, "colours": names, "board": board_geometry(rules), "steps": steps,
                 "final": token_places(rules, game.tokens)}
+
+    def insight(self, player, state: np.ndarray, tab: np.ndarray, legal: np.ndarray) -> dict[str, Any] | None:
+        """`move_insight` from a shared agent, taken its lock as a move does; TimeoutError if the agent is busy
+        past a move's time (a move of it may hang), None if it fails here: the replay goes on either way."""
+        if player is None:
+            return None
+        lock = self.site.agent_lock(player)
+        seconds = self.site.move_seconds
+        if lock is not None and not lock.acquire(timeout=-1 if seconds is None else seconds):
+            raise TimeoutError
+        try:
+            return move_insight(player, state, tab, legal)
+        except Exception as err:  # noqa: BLE001 - the agent's own code
+            log.error("move insight of %s failed: %s", getattr(player, "name", player), one_line(err))
+            return None
+        finally:
+            if lock is not None:
+                lock.release()
+
+
+def record_problem(err: BaseException, path: Path, key: str) -> str:
+    """Why a record file cannot be read, on one short line naming it by its key, never its server path."""
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {err.start})"
+    text = " ".join(str(err).replace(str(path), key).split())
+    if not isinstance(err, (OSError, ValueError)):
+        text = f"{type(err).__name__}: {text}"
+    return text[:MAX_ERROR_CHARS // 2] + ("..." if len(text) > MAX_ERROR_CHARS // 2 else "")
 
 
 def games_of(decisions) -> dict[str, np.ndarray]:
@@ -485,29 +732,95 @@ def move_insight(player, state: np.ndarray, tab: np.ndarray, legal: np.ndarray) 
 
 
 # ------------------------------------------------------------------ the app
+Opponents = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=16)]
+
+
 class NewGame(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    variant: str = "classic"
-    players: int = 4
-    seat: int = 0
-    opponents: list[str]
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
+        {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"]},
+        {"variant": "classic", "players": 4, "seat": 2, "opponents": ["bot:hybrid", "bot:random", "bot:fast"]}]})
+    variant: str = Field("classic", max_length=200)
+    """A name from GET /api/options' variants."""
+    players: int = Field(4, ge=1, le=16)
+    seat: int = Field(0, ge=0, le=15)
+    opponents: Opponents
+    """Ids from GET /api/options' opponents, one per other seat."""
 
 
 class Move(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    token: int
-    seat: int | None = None
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{"token": 0},
+                                                                                         {"token": 2, "seat": 0}]})
+    token: int = Field(ge=-(2**31), le=2**31)
+    seat: int | None = Field(None, ge=-(2**31), le=2**31)
     """The seat of the token clicked, when the page knows it: another seat's token is refused by name."""
 
 
+class Error(BaseModel):
+    """Every refusal: one line saying what is wrong and what is allowed."""
+    error: str
+
+
+WHY = {400: "The body is not JSON that can be read", 404: "No such game, record file or game in it",
+       409: "Not allowed now: not your turn, a token that cannot move, the game is over",
+       413: f"The body is over {MAX_BODY_BYTES} bytes", 422: "A malformed request, or a value not on the offered lists",
+       503: "The league cannot be read now"}
+
+
+def refusals(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The error answers a route declares, so that its OpenAPI schema names every status it gives."""
+    return {code: {"model": Error, "description": WHY[code]} for code in codes}
+
+
+class OneLineJSON(JSONResponse):
+    """JSON in ASCII: a lone surrogate or any other odd character a client sent cannot fail the encoding."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def one_line_error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status)
+    text = " ".join(str(message).split())
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[:MAX_ERROR_CHARS] + "..."
+    return OneLineJSON({"error": text}, status_code=status)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `limit` bytes is a 413 with one line of JSON, told by its
+    Content-Length before anything is read, or, sent without one, as soon as the bytes received pass the limit."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or ()).get(b"content-length", b"")
+        if length and (not length.isdigit() or int(length) > self.limit):
+            response = one_line_error(413 if length.isdigit() else 400,
+                                      f"the request body is over {self.limit} bytes" if length.isdigit()
+                                      else "the Content-Length header is not a number")
+            return await response(scope, receive, send)
+        received = 0
+
+        async def limited():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:  # FastAPI passes an HTTPException from reading the body to its handler
+                raise StarletteHTTPException(413)
+            return message
+
+        return await self.app(scope, limited, send)
 
 
 def create_app(site: Site) -> FastAPI:
     from ludo_env.rules import Rules, RulesError
 
-    app = FastAPI(title="ludo-league", docs_url=None, redoc_url=None, openapi_url=None)
+    # The schema is not served (the site has no API docs to show); tests take it from app.openapi().
+    app = FastAPI(title="ludo-league", docs_url=None, redoc_url=None, openapi_url=None,
+                  default_response_class=OneLineJSON)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     games: dict[str, Session] = {}
     games_lock = threading.Lock()
@@ -520,29 +833,36 @@ def create_app(site: Site) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def malformed(_: Request, err: RequestValidationError):
         problems = []
-        for e in err.errors():
-            where_ = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        for e in err.errors()[:5]:
+            # a location can be a key the client made up: shown cut short, like any other value it sent
+            where_ = ".".join(p if isinstance(p, str) and p.isidentifier() and len(p) <= SHOWN_CHARS else shown(p)
+                              for p in e.get("loc", ()) if p != "body") or "body"
             problems.append(f"{where_}: {e.get('msg', 'invalid')}")
         return one_line_error(422, "malformed request: " + "; ".join(problems))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException):
         if err.status_code == 404:
-            return one_line_error(404, f"no such page: {request.url.path}")
+            return one_line_error(404, f"no such page: {shown(request.url.path)}")
         if err.status_code == 405:
-            return one_line_error(405, f"{request.method} is not allowed on {request.url.path}")
+            method = request.method if request.method in HTTP_METHODS else shown(request.method, 10)
+            return one_line_error(405, f"{method} is not allowed on {shown(request.url.path)}")
+        if err.status_code == 413:
+            return one_line_error(413, f"the request body is over {MAX_BODY_BYTES} bytes")
         return one_line_error(err.status_code, str(err.detail))
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, err: Exception):
-        log.exception("%s %s failed", request.method, request.url.path)
+        # The frames, not the message: a message can hold what the client sent, whole.
+        log.error("%s %s failed (%s):\n%s", request.method, shown(request.url.path), type(err).__name__,
+                  "".join(traceback.format_tb(err.__traceback__)).rstrip())
         return one_line_error(500, f"the server failed on this request ({type(err).__name__}); see its log")
 
     def session(game_id: str) -> Session:
         with games_lock:
             found = games.get(game_id)
         if found is None:
-            raise Refused(404, f"no game {game_id!r} on this server: start a new game")
+            raise Refused(404, f"no game {shown(game_id)} on this server: start a new game")
         found.touched = time.monotonic()
         return found
 
@@ -555,12 +875,18 @@ def create_app(site: Site) -> FastAPI:
     def replay_page():
         return FileResponse(STATIC / "replay.html", headers={"Cache-Control": "no-store"})
 
+    @app.get(PLOTLY_ROUTE, include_in_schema=False)
+    def plotly_js():
+        # the league page's 4.8 MB library, fetched once: its address names plotly's version, so it never changes
+        return FileResponse(plotly_file(), media_type="text/javascript",
+                            headers={"Cache-Control": "public, max-age=31536000, immutable"})
+
     @app.get("/league", include_in_schema=False)
     def league_page():
         if site.league is None:
             raise Refused(404, "this server was started without league=<run folder>: no league to show")
         try:
-            page = site.league.render(LEAGUE_REFRESH_SECONDS)
+            page = site.league.render(LEAGUE_REFRESH_SECONDS, plotly_src=PLOTLY_ROUTE, site_nav=True)
         except Exception as err:  # noqa: BLE001 - the database can vanish or stay locked mid-run
             log.error("league render failed: %s", (str(err) or type(err).__name__).splitlines()[0])
             raise Refused(503, "the leaderboard could not be rendered now; try again") from None
@@ -572,15 +898,15 @@ def create_app(site: Site) -> FastAPI:
         return {"variants": variants(), "league": site.league is not None,
                 "opponents": [{"id": o.id, "label": o.label, "kind": o.kind} for o in site.opponents()]}
 
-    @app.post("/api/games")
+    @app.post("/api/games", responses=refusals(400, 413, 422))
     def new_game(body: NewGame):
+        offered = offered_variants()
+        if body.variant not in offered:  # looked up before anything is loaded: a name is never a path
+            raise Refused(422, f"variant {shown(body.variant)} is not offered: choose one of {', '.join(offered)}")
         try:
-            rules = Rules.load(body.variant, players=body.players)
+            rules = Rules.load(offered[body.variant][0], players=body.players)
         except RulesError as err:
             raise Refused(422, str(err)) from None
-        if body.variant not in {v["name"] for v in variants()}:
-            raise Refused(422, f"variant {body.variant!r} is not offered: choose one of "
-                               f"{', '.join(v['name'] for v in variants())}")
         if not 0 <= body.seat < rules.players:
             raise Refused(422, f"seat {body.seat} is not a seat of a {rules.players}-player game: "
                                f"choose 0..{rules.players - 1}")
@@ -597,25 +923,27 @@ def create_app(site: Site) -> FastAPI:
             games[game.id] = game
         return game.view()
 
-    @app.get("/api/games/{game_id}")
+    @app.get("/api/games/{game_id}", responses=refusals(404, 422))
     def get_game(game_id: str):
-        return session(game_id).view()
+        game = session(game_id)
+        with game.lock:
+            return game.view()
 
-    @app.post("/api/games/{game_id}/roll")
+    @app.post("/api/games/{game_id}/roll", responses=refusals(404, 409, 413, 422))
     def roll(game_id: str):
         game = session(game_id)
         with game.lock:
             game.roll()
             return game.view()
 
-    @app.post("/api/games/{game_id}/move")
+    @app.post("/api/games/{game_id}/move", responses=refusals(400, 404, 409, 413, 422))
     def move(game_id: str, body: Move):
         game = session(game_id)
         with game.lock:
             game.move(body.token, body.seat)
             return game.view()
 
-    @app.post("/api/games/{game_id}/step")
+    @app.post("/api/games/{game_id}/step", responses=refusals(404, 409, 413, 422))
     def step(game_id: str):
         game = session(game_id)
         with game.lock:
@@ -626,8 +954,8 @@ def create_app(site: Site) -> FastAPI:
     def records():
         return {"records": shelf.listing()}
 
-    @app.get("/api/replay")
-    def replay(file: str, game: int = 0):
+    @app.get("/api/replay", responses=refusals(404, 422))
+    def replay(file: str = Query(max_length=300), game: int = Query(0, ge=0, le=10**6)):
         return shelf.replay(file, game)
 
     return app

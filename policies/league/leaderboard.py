@@ -17,7 +17,7 @@ after round robins, since openskill's ratings follow the latest games;
 never evaluated, such as the bots themselves).
 
 `render_html` builds one HTML file that opens offline (plotly.js is inlined
-once, in the head) with four sections:
+once, in the head; a server gives ``plotly_src``, its cached copy, instead) with four sections:
 
 * ``#ranking``: the ranking as an HTML table, one ``<tr data-member=name>`` per member;
 * ``#rating-history``: each member's mu after every rating round, over training
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import math
 import time
 from collections import Counter
@@ -251,17 +252,33 @@ def _plotly_js() -> str:
     return get_plotlyjs()
 
 
-def _figure_div(fig, div_id: str, empty_note: str) -> str:
+PLOT_CONFIG = {"displaylogo": False, "responsive": True,
+               "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+
+
+def _json_script(text: str, **attributes: str) -> str:
+    """JSON `text` in a ``<script type="application/json">``, with ``<`` escaped so that no text in it (a member's
+    name) ends the script."""
+    attrs = "".join(f' {k.replace("_", "-")}="{html.escape(v, quote=True)}"' for k, v in attributes.items())
+    safe = text.replace("<", "\\u003c")
+    return f'<script type="application/json"{attrs}>{safe}</script>'
+
+
+def _figure_div(fig, div_id: str, empty_note: str, min_width: int | None = None) -> str:
+    """A plot's box (``data-plot=<id>``): the plot drawn by plotly and its figure as JSON, which the page's
+    refresh hands to ``Plotly.react``; or the note when there is nothing to plot. `min_width` (px) keeps a plot
+    readable on a narrow screen: its box scrolls sideways instead."""
     if fig is None:
-        return f'<div id="{div_id}" class="plot empty"><p class="note">{html.escape(empty_note)}</p></div>'
+        return (f'<div class="plot-box" data-plot="{div_id}"><div id="{div_id}" class="plot empty">'
+                f'<p class="note">{html.escape(empty_note)}</p></div></div>')
     import plotly.io as pio
 
-    config = {"displaylogo": False, "responsive": True,
-              "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
-    return ('<div class="plot">'
-            + pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=config,
-                          default_height=f"{fig.layout.height}px")
-            + "</div>")
+    style = f' style="--min-width: {int(min_width)}px"' if min_width else ""
+    figure = _json_script(f'{{"figure":{pio.to_json(fig)},"config":{json.dumps(PLOT_CONFIG)}}}', data_figure=div_id)
+    return (f'<div class="plot-box" data-plot="{div_id}"{style}><div class="plot">'
+            + pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=PLOT_CONFIG,
+                          default_height=f"{fig.layout.height}px", post_script="window.leagueFit('{plot_id}');")
+            + f"</div>{figure}</div>")
 
 
 # ---------------------------------------------------------------------------- page
@@ -318,7 +335,8 @@ def _ranking_table(league: _League) -> str:
             '<th class="num" title="the training iteration it was taken at">iteration</th>'
             "<th>status</th></tr>")
     empty = "" if body else '<p class="note">No members yet.</p>'
-    return (f'<table id="ranking"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>{empty}')
+    return (f'<div class="table-box" id="ranking-box"><table id="ranking"><thead>{head}</thead>'
+            f'<tbody>{"".join(body)}</tbody></table>{empty}</div>')
 
 
 _STYLE = """
@@ -345,17 +363,117 @@ tbody tr:hover td { background: #f8fafc; }
 .kind-main { background: #d9e8ff; } .kind-snapshot { background: #e3f6e8; }
 .kind-bot { background: #fdebd3; } .kind-external { background: #eee3fb; }
 .note { color: #7b8794; font-style: italic; margin: 8px 0; }
+.table-box { overflow-x: auto; }
+.plot-box { overflow-x: auto; }
+.plot-box > .plot { min-width: min(var(--min-width, 0px), 100%); }
+nav.site { display: flex; align-items: center; flex-wrap: wrap; gap: 0 2em; padding: 0.2em 1.5em;
+           background: #263238; color: #fff; }
+nav.site .brand { font-size: 1.3em; font-weight: bold; margin-right: 1em; }
+nav.site a { color: #cfd8dc; margin-right: 1em; text-decoration: none; display: inline-block; padding: 0.7em 0.2em; }
+nav.site a.here { color: #fff; font-weight: bold; border-bottom: 2px solid #fff; }
+@media (max-width: 700px) {
+  nav.site { padding: 4px 8px 0; gap: 0 1em; }
+  nav.site .brand { font-size: 1.1em; }
+  main { padding: 10px 4px 30px; }
+  section { padding: 10px 6px; }
+  header h1 { font-size: 19px; }
+  table { font-size: 12px; }
+  th, td { padding: 5px 3px; }
+  .kind { padding: 0 5px; font-size: 11px; }
+  th { white-space: normal; vertical-align: bottom; }
+  /* mu, sigma, iteration and status give way: the ordinal and the greyed rows say them in short */
+  #ranking :is(th, td):is(:nth-child(4), :nth-child(5), :nth-child(10), :nth-child(11)) { display: none; }
+  .plot-box > .plot { min-width: var(--min-width, 0px); }
+}
+"""
+
+_SITE_NAV = ('<nav class="site"><span class="brand">ludo-league</span><span><a href="/">Play</a>'
+             '<a href="/replay">Replays</a><a href="/league" class="here">League</a></span></nav>')
+
+# The page's refresh (``<body data-refresh=<seconds>>``): the page is fetched again and its summary, ranking and
+# figures replace these, with Plotly.react, so the plots keep their zoom and hidden traces; nothing reloads.
+# On a narrow screen the legends go under the plots. ``window.leagueRefresh()`` refreshes now.
+_SCRIPT = """
+(function () {
+  "use strict";
+  const narrow = () => window.innerWidth < 700;
+  function fit(layout) {
+    layout.uirevision = "keep";
+    if (narrow() && layout.legend) {
+      layout.legend = Object.assign({}, layout.legend, {orientation: "h", x: 0, y: -0.3, yanchor: "top"});
+      layout.margin = Object.assign({}, layout.margin, {l: 50, r: 10});
+    }
+    return layout;
+  }
+  function figure(root, id) {
+    const script = root.querySelector('script[data-figure="' + id + '"]');
+    return script ? JSON.parse(script.textContent) : null;
+  }
+  function draw(id, spec, fresh) {
+    const div = document.getElementById(id);
+    if (fresh || !div.classList.contains("js-plotly-plot")) {
+      return window.Plotly["newPlot"](div, spec.figure.data, fit(spec.figure.layout), spec.config);
+    }
+    return window.Plotly.react(div, spec.figure.data, fit(spec.figure.layout), spec.config);
+  }
+  async function refresh() {
+    const response = await fetch(location.href, {cache: "no-store"});
+    if (!response.ok) throw new Error("the server answered " + response.status);
+    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    for (const id of ["summary", "ranking-box"]) {
+      const fresh = doc.getElementById(id);
+      if (fresh) document.getElementById(id).replaceWith(document.adoptNode(fresh));
+    }
+    for (const box of doc.querySelectorAll(".plot-box")) {
+      const id = box.dataset.plot, spec = figure(box, id);
+      const here = document.querySelector('.plot-box[data-plot="' + id + '"]');
+      if (!here) continue;
+      if (spec && figure(here, id)) {
+        here.querySelector('script[data-figure="' + id + '"]').textContent =
+          box.querySelector('script[data-figure="' + id + '"]').textContent;
+        await draw(id, spec, false);
+      } else {  // a plot appears (or goes): the box is built again; its own script does not run here
+        for (const s of box.querySelectorAll('script:not([type="application/json"])')) s.remove();
+        here.replaceWith(document.adoptNode(box));
+        if (spec) await draw(id, spec, true);
+      }
+    }
+    document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
+  }
+  window.leagueRefresh = refresh;
+  // each plot, once plotly has drawn it (pio's post_script): on a narrow screen its legend goes under it
+  window.leagueFit = (id) => {
+    const div = document.getElementById(id);
+    if (narrow() && div.layout && div.layout.showlegend !== false && div.data.some((t) => t.type !== "heatmap")) {
+      const {legend, margin} = fit({legend: div.layout.legend, margin: div.layout.margin});
+      return window.Plotly.relayout(div, {legend: legend, margin: margin, uirevision: "keep"});
+    }
+  };
+  window.addEventListener("load", () => {
+    const seconds = Number(document.body.dataset.refresh || 0);
+    if (!seconds) return;
+    const again = () => setTimeout(() => refresh().catch((err) => {
+      document.body.dataset.refreshError = String(err.message || err);
+    }).finally(again), seconds * 1000);
+    again();
+  });
+})();
 """
 
 
 def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
-                refresh_seconds: int | None = None) -> str:
-    """The dashboard page for the league in `store` (and the run's metrics rows, if any), as one string."""
+                refresh_seconds: int | None = None, *, plotly_src: str | None = None,
+                site_nav: bool = False) -> str:
+    """The dashboard page for the league in `store` (and the run's metrics rows, if any), as one string.
+
+    `refresh_seconds`: the page fetches itself again that often and refreshes its data in place (the
+    ranking, the summary, the plots), without reloading. `plotly_src`: plotly.js from that address (a server's
+    cached file) instead of inlined, which a page opened offline as a file needs. `site_nav`: the header of the
+    ``launch/serve.py`` site (Play, Replays, League) above the page."""
     league = _League.read(store)
     active = sum(m.active for m in league.members)
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    refresh = (f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">'
-               if refresh_seconds else "")
+    head_to_head = _head_to_head_figure(league)
     sections = [
         ("Ranking", ("Ordered by ordinal = mu \u2212 3 sigma (openskill Plackett-Luce), strongest first; "
                      "greyed rows are evicted members."), _ranking_table(league)),
@@ -364,7 +482,8 @@ def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
          _figure_div(_rating_history_figure(league), "rating-history", "No rating rounds yet.")),
         ("Head to head", ("The share of the games both played in which the row member finished ahead of "
                           "the column member, with the counts; rows and columns in ranking order."),
-         _figure_div(_head_to_head_figure(league), "head-to-head", "No rated games yet.")),
+         _figure_div(head_to_head, "head-to-head", "No rated games yet.",
+                     min_width=None if head_to_head is None else 100 + 50 * len(head_to_head.data[0].x))),
         ("Training curves", ("Main's greedy win rate against each panel opponent at each evaluation "
                              "(from the run's metrics.jsonl)."),
          _figure_div(_training_curves_figure(metrics), "training-curves",
@@ -374,18 +493,21 @@ def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
         f'<section><h2>{name}</h2><p class="about">{html.escape(about)}</p>{content}</section>'
         for name, about, content in sections
     )
+    plotly = (f'<script src="{html.escape(plotly_src, quote=True)}"></script>' if plotly_src
+              else f'<script type="text/javascript">{_plotly_js()}</script>')
+    refresh = f' data-refresh="{int(refresh_seconds)}"' if refresh_seconds else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"{refresh}"
         '<link rel="icon" href="data:,">'  # no favicon request: it would 404 when served
         f"<title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style>"
-        f'<script type="text/javascript">{_plotly_js()}</script>'
-        "</head><body><main>"
+        f"{plotly}<script>{_SCRIPT}</script>"
+        f"</head><body{refresh}>"
+        f"{_SITE_NAV if site_nav else ''}<main>"
         f"<header><h1>{html.escape(title)}</h1>"
-        f"<p>League <code>{html.escape(league.path)}</code> \u00b7 {len(league.members)} members "
+        f'<p id="summary">League <code>{html.escape(league.path)}</code> \u00b7 {len(league.members)} members '
         f"({active} active) \u00b7 {league.rounds} rating rounds \u00b7 "
         f"{len(league.matches):,} rated games \u00b7 rendered {when}</p></header>"
         f"{body}"

@@ -96,7 +96,7 @@ def test_refusals_are_4xx_with_one_line_of_json_and_the_game_goes_on(client):
         ("post", f"/api/games/{game}/move", {"token": "1"}, 422, "malformed request: token"),
         ("get", "/api/replay", None, 422, "malformed request: query.file"),
         ("get", "/api/replay?file=../../etc/passwd", None, 404, "no record file"),
-        ("get", "/nowhere", None, 404, "no such page: /nowhere"),
+        ("get", "/nowhere", None, 404, "no such page: '/nowhere'"),
         ("delete", "/api/options", None, 405, "DELETE is not allowed"),
         ("get", "/league", None, 404, "without league="),
     ]
@@ -199,8 +199,13 @@ def tiny_policy(tmp_path_factory):
 def test_arguments():
     args = parse(["agents=[ckpt:a,search:b?depth=2&opponent=maxn]", "port=0", "replays=[x.jsonl]"])
     assert args["agents"] == ["ckpt:a", "search:b?depth=2&opponent=maxn"] and args["host"] == HOST == "127.0.0.1"
+    assert args["move_seconds"] == 10
+    assert parse(["move_seconds=2.5"])["move_seconds"] == 2.5
+    assert parse(["move_seconds=0"])["move_seconds"] is None and parse(["move_seconds=none"])["move_seconds"] is None
     for bad, words in ((["colour=red"], "not allowed"), (["port=80000"], "0..65535"), (["port=x"], "integer"),
-                       (["agents=[a,"], "[a,b]"), (["league="], "needs a value")):
+                       (["agents=[a,"], "[a,b]"), (["league="], "needs a value"),
+                       (["move_seconds=-1"], "move_seconds=-1 is not allowed: give a number of seconds above 0"),
+                       (["move_seconds=nan"], "not allowed"), (["move_seconds=soon"], "not allowed")):
         with pytest.raises(UserError, match=words.replace("[", r"\[").replace(".", r"\.")):
             parse(bad)
 

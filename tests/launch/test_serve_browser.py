@@ -1,5 +1,5 @@
 """launch/serve.py in headless Chromium: games played by clicks, refusals shown, two sessions, a learned opponent,
-the replay viewer.
+an agent that fails replaced with the page saying so, the replay viewer.
 
 Chromium and selenium come as for the leaderboard's browser test (its installers are reused); without them
 the tests skip. Set ``SERVE_SCREENSHOT=<png path>`` to keep the play page's screenshot (the README's
@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 league_db = league_fixtures.league_db  # the small real league of tests/league, a fixture here too
 
 ROOT = Path(__file__).resolve().parents[2]
+FAILING = "py:tests.launch.test_serve_faults:Boom"
 WAIT = 60
 POLL = 0.02  # seconds between checks of a wait: the default half second would dominate a game of clicks
 
@@ -46,9 +47,10 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("serve")
     policy = write_tiny_policy(base / "policy")  # agent:0, for 4-player classic
     quick = write_tiny_policy(base / "quick", players=2, variant="quick")  # agent:1, for 2-player quick
+    # agent:2, FAILING, raises on its first move
     records = base / "records"
     process = subprocess.Popen([sys.executable, "launch/serve.py", "port=0", f"records={records}",
-                                f"agents=[ckpt:{policy},ckpt:{quick}]"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                                f"agents=[ckpt:{policy},ckpt:{quick},{FAILING}]"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
     line = process.stdout.readline()
     if not line.startswith("serving http://"):
@@ -309,3 +311,22 @@ def test_the_league_page_is_served_from_the_league(browsers, league_db, tmp_path
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_an_agent_that_fails_is_replaced_by_random_and_the_page_says_so(browsers, server):
+    from selenium.webdriver.common.by import By
+
+    url, records = server
+    driver = browsers()
+    start_game(driver, url, "quick", 2, 0, ["agent:2"], speed=0)
+    person = Person(driver, seat=0)
+    notices = driver.find_element(By.ID, "notices")
+    while not notices.is_displayed():
+        assert person.act(), "the game ended before the agent had a move to fail"
+    assert notices.text == (f"yellow ({FAILING}) failed: Boom.choose raised ZeroDivisionError: integer division or "
+                            "modulo by zero; random plays its seat from now on")
+    assert f"yellow: random, for {FAILING}" in driver.find_element(By.ID, "seats").text
+    person.play_out()  # the game goes on to its end
+    lines = read_records(saved_record(driver, records))
+    assert {r["player"] for r in lines if r["seat"] == 1} == {"random"}
+    assert notices.is_displayed() and console_errors(driver) == []

@@ -124,9 +124,20 @@ def test_plotly_is_inlined_once_and_nothing_is_fetched(store, metrics):
     assert page.count(PLOTLY_BANNER) == 1
     assert page.count("Plotly.newPlot(") == len(PLOT_IDS)
     assert not re.search(r"<script[^>]*\ssrc=", page) and not re.search(r"<link[^>]*href=\"?https?:", page)
-    assert "http-equiv=\"refresh\"" not in page
+    assert "http-equiv=\"refresh\"" not in page and "data-refresh" not in page
     live = render_html(store, metrics, "live", refresh_seconds=30)
-    assert '<meta http-equiv="refresh" content="30">' in live
+    # the page refreshes its data in place: no reload
+    assert '<body data-refresh="30">' in live and "http-equiv=\"refresh\"" not in live
+    for plot_id in PLOT_IDS:  # the figure the refresh hands to Plotly.react, beside each plot
+        assert live.count(f'<script type="application/json" data-figure="{plot_id}">') == 1
+
+
+def test_a_server_page_takes_plotly_from_its_address_and_has_the_sites_header(store, metrics):
+    page = render_html(store, metrics, "served", 30, plotly_src="/vendor/plotly-1.min.js", site_nav=True)
+    assert PLOTLY_BANNER not in page and len(page) < 200_000
+    assert page.count('<script src="/vendor/plotly-1.min.js"></script>') == 1
+    assert re.search(r'<nav class="site">.*href="/">Play</a>.*href="/replay">Replays</a>.*href="/league"', page)
+    assert '<nav class="site">' not in render_html(store, metrics, "offline")
 
 
 def test_member_names_are_escaped_everywhere(store, metrics):
@@ -257,7 +268,7 @@ def test_serve_answers_get_and_head_only_on_localhost_and_stops_on_ctrl_c(league
         status, body, headers = request("/")
         assert status == 200 and headers["Content-Type"].startswith("text/html")
         page = body.decode()
-        assert len(table_rows(page)) == 5 and '<meta http-equiv="refresh" content="30">' in page
+        assert len(table_rows(page)) == 5 and '<body data-refresh="30">' in page
         assert request("/board.html")[0] == 200
         status, body, headers = request("/", "HEAD")
         assert status == 200 and body == b"" and int(headers["Content-Length"]) > 1_000_000

@@ -2,6 +2,8 @@
 "use strict";
 
 const CELL = 40;
+// a movable token's tap target, in board units: 44 px across on a 390 px phone's board (382 px for 600 units)
+const HIT_RADIUS = CELL * 0.88;
 const SVG_NS = "http://www.w3.org/2000/svg";
 const COLOUR_NAMES = ["red", "green", "yellow", "blue"];
 const FILL = {red: "#d32f2f", green: "#2e7d32", yellow: "#f9c80e", blue: "#1565c0"};
@@ -62,22 +64,26 @@ function drawBoard(svg, board, tokens, opts) {
                       fill: active.has(name) ? FILL[name] : "#e0e0e0"}, g);
   });
 
-  // tokens: several on one cell share it, a quarter each
+  // tokens: several on one cell share it, a quarter each. A token the person can move also gets a hit area
+  // (`HIT_RADIUS`, under every token so that a token drawn is always its own), so that a finger can take it on
+  // a phone's board; tokens of one seat on one cell are one move, so the first of them takes the stack's.
   const byCell = new Map();
   tokens.forEach((row, seat) => row.forEach((tok) => {
     const key = tok.cell.join(",");
     if (!byCell.has(key)) byCell.set(key, []);
     byCell.get(key).push([seat, tok]);
   }));
+  const hits = svgEl("g", {class: "hits"}, svg);
   const layer = svgEl("g", {class: "tokens"}, svg);
   for (const group of byCell.values()) {
+    const hitSeats = new Set();
     group.forEach(([seat, tok], k) => {
       const colour = board.colours[seat];
       let cx = (tok.cell[1] + 0.5) * CELL, cy = (tok.cell[0] + 0.5) * CELL, radius = CELL * 0.34;
       if (group.length > 1) {
         cx += (k % 2 ? 1 : -1) * CELL * 0.22;
         cy += (Math.floor(k / 2) % 2 ? 1 : -1) * CELL * 0.22;
-        radius = CELL * 0.2;
+        radius = CELL * 0.25;
       }
       const isMover = opts.mover === seat;
       const option = isMover && opts.legal ? opts.legal[tok.token] : undefined;
@@ -93,6 +99,13 @@ function drawBoard(svg, board, tokens, opts) {
       const title = svgEl("title", {}, tg);
       title.textContent = `${colour} token ${tok.token}: ${tok.where}` + (option ? ` \u2014 ${option.text}` : "");
       if (opts.onToken) tg.addEventListener("click", () => opts.onToken(seat, tok.token));
+      if (option && opts.onToken && !hitSeats.has(seat)) {
+        hitSeats.add(seat);
+        const centre = [(tok.cell[1] + 0.5) * CELL, (tok.cell[0] + 0.5) * CELL];
+        const hit = svgEl("circle", {cx: centre[0], cy: centre[1], r: HIT_RADIUS, class: "hit",
+                                     "data-seat": seat, "data-token": tok.token}, hits);
+        hit.addEventListener("click", () => opts.onToken(seat, tok.token));
+      }
     });
   }
 }

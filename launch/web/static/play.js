@@ -106,6 +106,11 @@ function show(next) {
     div.textContent = `${s.colour}: ${s.player}${place}`;
     seats.appendChild(div);
   }
+  // An opponent that failed and was replaced: said for as long as the game lasts, not only once.
+  const notices = $("notices");
+  notices.innerHTML = "";
+  for (const text of view.notices || []) notices.appendChild(Object.assign(document.createElement("p"), {textContent: text}));
+  notices.hidden = !notices.children.length;
   const last = view.log.length ? view.log[view.log.length - 1] : null;
   const dieValue = view.die || (last ? last.die : 0);
   const dieSeat = view.turn === "roll" || view.turn === "move" ? you : (last ? last.seat : mover);

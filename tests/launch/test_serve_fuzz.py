@@ -1,0 +1,85 @@
+"""launch/serve.py's HTTP API fuzzed from its own OpenAPI schema with schemathesis, in-process (ASGI, no socket):
+no request it can make gets a 5xx, an undeclared status or content type, or a body that its schema does not allow.
+
+The short run is in CI; `-m slow` runs the long one.
+"""
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from launch.web.app import Site, create_app
+from tests.launch.test_serve import play_out
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+SHORT = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+LONG = settings(max_examples=1_000, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """A site with a finished game on record, so that the record routes have something to read."""
+    records = tmp_path_factory.mktemp("records")
+    (records / "human").mkdir()
+    app = create_app(Site(records, []))
+    client = TestClient(app)
+    play_out(client, client.post("/api/games", json={"variant": "quick", "players": 2, "seat": 0,
+                                                      "opponents": ["bot:random"]}).json())
+    return app
+
+
+@pytest.fixture(scope="module")
+def api(app):
+    schema = schemathesis.openapi.from_dict(app.openapi())
+    schema.app = app  # as schemathesis.openapi.from_asgi does; the site does not serve its schema
+    return schema
+
+
+@pytest.fixture(scope="module")
+def live_game(app) -> str:
+    """A game that the fuzzed game routes play on: rolls, moves and steps in any order, until it is over."""
+    return TestClient(app).post("/api/games", json={"variant": "quick", "players": 2, "seat": 0,
+                                                    "opponents": ["bot:random"]}).json()["id"]
+
+
+api_schema = schemathesis.pytest.from_fixture("api")
+
+
+def check(case, live_game: str | None = None) -> None:
+    if live_game is not None and "game_id" in (case.path_parameters or {}):
+        case.path_parameters["game_id"] = live_game
+    case.call_and_validate(checks=CHECKS)
+
+
+@api_schema.parametrize()
+@SHORT
+def test_the_api_answers_within_its_schema(case):
+    check(case)
+
+
+@api_schema.include(path_regex=r"^/api/games/\{game_id\}").parametrize()
+@SHORT
+def test_a_live_game_answers_within_its_schema(case, live_game):
+    check(case, live_game)
+
+
+@pytest.mark.slow
+@api_schema.parametrize()
+@LONG
+def test_the_api_answers_within_its_schema_long(case):
+    check(case)
+
+
+@pytest.mark.slow
+@api_schema.include(path_regex=r"^/api/games/\{game_id\}").parametrize()
+@LONG
+def test_a_live_game_answers_within_its_schema_long(case, live_game):
+    check(case, live_game)
