@@ -24,7 +24,15 @@ Arguments are key=value:
     weights are gone is not offered. ``/league`` serves its leaderboard
     (`policies.league.leaderboard`), rendered from a read-only connection on
     every request, under the site's header; the page refreshes its data in
-    place every 30 s, and plotly.js comes once, as a cached file.
+    place every 30 s, and plotly.js comes once, as a cached file. A game
+    that a person played under a name (the play page's name field: 1-32
+    letters, digits, spaces, ``.``, ``_`` or ``-``) against league members
+    only (a seed bot counts when the league has it as a bot member) is rated
+    when it ends: the person is member ``human:<name>``, of kind ``human``,
+    ranked with the agents and never picked by training; a game against any
+    other opponent, or one whose agent was replaced, is not rated, and the
+    game's end says so. Rating a first person migrates a schema 1 league.db
+    to schema 2 (kind human allowed).
 ``records`` (default ``outputs/serve/records``)
     Every finished game is written here as ``<time>-<id>.jsonl`` in the
     `policies.records` format: every decision, the person's (player
@@ -32,6 +40,13 @@ Arguments are key=value:
     person's decisions alone also go to ``human/<time>-<id>.jsonl``, what
     ``python launch/train.py +exp=imitate variant=<the games' variant>
     'algo.records=[<files>]'`` learns from. Files are written whole and renamed into place.
+    Unfinished games are kept in ``games.db`` there (SQLite: the seed,
+    rules, seats, opponents' ids and every roll and move so far, one
+    transaction per action) and come back, replayed from the seed, when the
+    server starts again; an opponent no longer offered then is played by the
+    ``random`` bot, and the game says so. The start page lists the
+    unfinished games of the browser that started them (a token in its
+    localStorage) with a link to resume each.
 ``replays``
     More record files for the replay viewer (``launch/play.py`` or
     ``launch/evaluate.py record=`` output), as a list ``[a,b]``.
@@ -42,6 +57,10 @@ Arguments are key=value:
     bot, and the page says so; the game goes on. ``0`` or ``none``: no limit.
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
+
+Every open tab of a game follows the server: after any refused request it
+takes the game's view again, and while idle it polls the game's version
+(``GET /api/games/<id>/version``, its count of rolls and moves) every 1.5 s.
 
 Pages: ``/`` plays, ``/replay`` steps through any listed record with the
 board, die, move and, for a learned agent this server loaded, its move

@@ -11,6 +11,11 @@ sets. A finished game's decisions, the person's and the agents', with their
 dice, are written in the `policies.records` format to ``<records>/<game>.jsonl``
 (the person's alone also to ``<records>/human/<game>.jsonl``), each file
 written beside its place and renamed into it, so a file is whole or absent.
+An unfinished game is kept in ``<records>/games.db`` (`launch.web.saved`) after each roll, move or opponent
+turn, and is restored, its events replayed from the seed, when a server starts on that folder; the browser's
+player token lists its own (``GET /api/saved``). Every view carries a ``version``, the game's count of events,
+which a tab polls (``GET /api/games/<id>/version``) to follow a game played in another. With a league, a
+finished game of a named person against league members only is rated there (`Site.rate`).
 
 Every refusal is a 4xx with one line of JSON, ``{"error": "..."}``; so is a
 malformed or unknown request. Nothing answers with a traceback.
@@ -29,6 +34,7 @@ import functools
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 import time
@@ -45,6 +51,8 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ludo_env.engine.layout import CURRENT
 
 from launch.play import (
     COLOUR_NAMES,
@@ -92,6 +100,9 @@ SHOWN_CHARS = 40  # of a client's value in an error text
 MAX_ERROR_CHARS = 300
 HTTP_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
 REPLACEMENT = "random"  # the bot that takes a failed agent's seat
+HUMAN_MEMBER_PREFIX = "human:"  # a named person's league member: human:<name>
+NAME_PATTERN = r"[A-Za-z0-9._-](?:[A-Za-z0-9 ._-]{0,30}[A-Za-z0-9._-])?"  # a person's name for the league
+PLAYER_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"  # the browser's player token (localStorage), for its games list
 log = logging.getLogger("launch.serve")
 
 
@@ -164,6 +175,14 @@ class Site:
         self._warmed: set[str] = set()  # specs of loaded agents that have made their first move
         self._load_lock = threading.Lock()
         self._league_error: str | None = None
+        self._rate_lock = threading.Lock()
+        from launch.web.saved import GameShelf
+
+        try:
+            self.shelf: GameShelf | None = GameShelf(records)  # unfinished games, kept across restarts
+        except Exception as err:  # noqa: BLE001 - an unwritable folder: games are played, not kept
+            log.error("unfinished games cannot be kept in %s: %s", records, one_line(err))
+            self.shelf = None
 
     def league_members(self) -> list[Opponent]:
         """The league's active members, read afresh: a running training adds them as it goes. A database that
@@ -191,6 +210,65 @@ class Site:
             spec, note = resolved
             out.append(Opponent(f"league:{member.name}", f"{member.name} ({member.kind}{note})", "league", spec))
         return out
+
+    def rating_members(self, session: Session) -> dict[int, str] | str:
+        """The league member name of each opponent seat of a finished game, or why the game is not rated."""
+        from policies.players import bot_names
+
+        if self.league is None:
+            return "not rated: this server has no league"
+        if not session.name:
+            return "not rated: you gave no name"
+        from policies.league.store import LeagueStore
+
+        with LeagueStore.open(self.league.db_path, create=False, read_only=True) as store:
+            members = store.members()
+        out = {}
+        for seat, opponent in session.opponents.items():
+            if session.specs[seat] != opponent.spec:
+                return f"not rated: {session.names[seat]}'s agent was replaced by {REPLACEMENT}"
+            if opponent.kind == "league":
+                name = opponent.id.partition(":")[2]
+            elif opponent.kind == "bot":  # a seed bot that is a league member as a bot
+                name = next((m.name for m in members if m.kind == "bot" and m.spec == opponent.spec
+                             and opponent.spec in bot_names()), None)
+            else:
+                name = None
+            if name is None or not any(m.name == name for m in members):
+                return f"not rated: {opponent.label} is not a league member"
+            out[seat] = name
+        return out
+
+    def rate(self, session: Session) -> str | None:
+        """A finished game of a named person against league members, rated in the league: the person is member
+        ``human:<name>`` (kind human), the game a match of its own rating round, every seat's openskill rating
+        updated from it. What came of it, for the page; None without a league. One short transaction: a training
+        run writes to the same database."""
+        if self.league is None:
+            return None
+        from policies.league.ratings import rate_games
+        from policies.league.store import LeagueStore
+
+        try:
+            seats = self.rating_members(session)
+            if isinstance(seats, str):
+                return seats
+            name = f"{HUMAN_MEMBER_PREFIX}{session.name}"
+            with self._rate_lock, LeagueStore.open(self.league.db_path, create=False) as store:
+                with store.transaction():
+                    person = store.ensure_member(name, kind="human", spec=HUMAN)
+                    ids = [person.id if s == session.you else store.member(seats[s]).id
+                           for s in range(session.rules.players)]
+                    places = [int(p) for p in session.game.places]
+                    round_id = store.add_round(label="human", variant=session.rules.name)
+                    store.add_matches(round_id, session.rules.name, [(ids, places)])
+                    current = {m: (store.member(m).mu, store.member(m).sigma) for m in ids}
+                    store.set_ratings(round_id, rate_games([(ids, places)], current))
+                    after = store.member(person.id)
+            return f"rated in the league as {name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
+        except Exception as err:  # noqa: BLE001 - the league is another process's file: the game is recorded
+            log.error("game %s could not be rated in the league: %s", session.id, one_line(err))
+            return "not rated: the league database could not be written now"
 
     def opponents(self) -> list[Opponent]:
         return self.bots + self.agents + self.league_members()
@@ -398,11 +476,14 @@ def move_options(game, names: list[str]) -> list[dict[str, Any]]:
 class Session:
     """One game of the person against opponents, with every decision kept for its record."""
 
-    def __init__(self, site: Site, rules, you: int, opponents: dict[int, Opponent], seed: int):
+    def __init__(self, site: Site, rules, you: int, opponents: dict[int, Opponent], seed: int, *,
+                 game_id: str | None = None, player: str | None = None, name: str | None = None,
+                 started: datetime | None = None):
         from ludo_env.engine import Game
 
-        self.id = secrets.token_urlsafe(12)
+        self.id = game_id or secrets.token_urlsafe(12)
         self.site, self.rules, self.you, self.seed = site, rules, you, seed
+        self.player, self.name = player, name  # the browser's token (its games list) and the league name
         self.opponents = opponents
         self.players = {seat: site.player(o, seed + 1 + k, rules)
                         for k, (seat, o) in enumerate(sorted(opponents.items()))}
@@ -413,10 +494,77 @@ class Session:
         self.notices: list[str] = []  # what the page must tell the person: an agent that failed and was replaced
         self.log: list[dict[str, Any]] = []  # every roll: seat, die, token (None: no move), text
         self.decisions: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # spec, state, legal mask, token
-        self.started = datetime.now(UTC)
+        self.started = started or datetime.now(UTC)
         self.touched = time.monotonic()
         self.record: str | None = None
+        self.rated: str | None = None  # what the league made of the finished game, for the page
+        # Every roll ["r", die], move ["m", seat, token, spec] and replacement ["x", seat, notice], in order: what
+        # games.db keeps; replayed from the seed, they give this game back after a restart. Their count is the
+        # view's version, which a second tab compares to follow the game.
+        self.events: list[list[Any]] = []
         self.lock = threading.Lock()
+
+    # -------------------------------------------------------------- kept on disk until it ends
+    def row(self) -> dict[str, Any]:
+        return {"id": self.id, "player": self.player, "name": self.name, "variant": self.rules.name,
+                "players": self.rules.players, "you": self.you, "seed": self.seed,
+                "opponents": {str(s): o.id for s, o in self.opponents.items()},
+                "started": self.started.isoformat(), "events": self.events}
+
+    def persist(self) -> None:
+        """The game's row in games.db as it is now (dropped once the game is over and recorded). A disk that
+        fails is logged: the game goes on in memory."""
+        shelf = self.site.shelf
+        if shelf is None:
+            return
+        try:
+            if self.game.over:
+                shelf.drop(self.id)
+            else:
+                shelf.put(self.row())
+        except Exception as err:  # noqa: BLE001 - sqlite3 or the disk; the game itself is fine
+            log.error("game %s could not be kept in games.db: %s", self.id, one_line(err))
+
+    @classmethod
+    def restore(cls, site: Site, row: dict[str, Any]) -> Session:
+        """A game from its games.db row, its events replayed through the engine from the seed. An opponent id
+        this server no longer offers (an agents= entry gone, a league member evicted) is played by the random
+        bot from here on, and the game's notices say so. `ValueError` when the row cannot be replayed."""
+        from ludo_env.rules import Rules
+
+        offered = offered_variants()
+        if row["variant"] not in offered:
+            raise ValueError(f"variant {row['variant']!r} is not offered now")
+        rules = Rules.load(offered[row["variant"]][0], players=int(row["players"]))
+        opponents, gone = {}, {}
+        for seat, opponent_id in sorted(row["opponents"].items()):
+            try:
+                opponents[seat] = site.opponent(opponent_id)
+            except Refused:
+                gone[seat] = opponent_id
+                opponents[seat] = Opponent(str(opponent_id), str(opponent_id)[:SHOWN_CHARS], "gone", REPLACEMENT)
+        session = cls(site, rules, int(row["you"]), opponents, int(row["seed"]), game_id=row["id"],
+                      player=row["player"], name=row["name"], started=datetime.fromisoformat(row["started"]))
+        for event in row["events"]:
+            kind = event[0]
+            if kind == "r":
+                session._draw_and_roll()
+                if session.events[-1] != event:
+                    raise ValueError(f"the dice do not replay: {event} became {session.events[-1]}")
+            elif kind == "m":
+                _, seat, token, spec = event
+                if seat != session.game.current or token not in session.game.legal_tokens():
+                    raise ValueError(f"move {event} is not legal in the replayed position")
+                session._move(seat, token, spec)
+            elif kind == "x":
+                session._replace(event[1], notice=event[2])
+            else:
+                raise ValueError(f"unknown event {event!r}")
+        for seat, opponent_id in gone.items():
+            if session.specs[seat] != REPLACEMENT or seat not in {e[1] for e in row["events"] if e[0] == "x"}:
+                session._replace(seat, notice=f"{session.names[seat]} ({opponent_id}) is not offered by this "
+                                              f"server since it restarted; {REPLACEMENT} plays its seat from now on")
+        return session
 
     def who(self, seat: int) -> str:
         return f"{self.names[seat]} ({self.labels[seat]})"
@@ -435,15 +583,18 @@ class Session:
         text = describe_move(game, token, self.names)
         self.decisions.append((spec, game.state.copy(), game.legal_mask(), token))
         events = game.move(token)
+        self.events.append(["m", seat, token, spec])
         if "seat_finished" in events and not game.over:
             text += f"; {self.names[seat]} has every token home"
         self.log.append({"seat": seat, "die": die, "token": token, "text": f"{self.who(seat)} rolls {die}: {text}"})
         if game.over:
             self.save()
+            self.rated = self.site.rate(self)
 
     def roll(self) -> None:
         self._require("roll")
         self._draw_and_roll()
+        self.persist()
 
     def _draw_and_roll(self) -> bool:
         from ludo_env.engine import rng as dice
@@ -452,6 +603,7 @@ class Session:
         die = int(dice.die(self.game.rng, 0))
         seat = self.game.current
         events = self.game.roll(die)
+        self.events.append(["r", die])
         if self.game.awaiting_move:
             return True
         lost = "the third six in a row, the roll is lost" if "forfeit" in events else "no move"
@@ -470,6 +622,7 @@ class Session:
             allowed = " or ".join(str(t) for t in legal)
             raise Refused(409, f"token {shown(token)} cannot move with a {self.game.die}: move token {allowed}")
         self._move(self.you, token, HUMAN)
+        self.persist()
 
     def step(self) -> None:
         """One opponent roll, and its move if it has one."""
@@ -478,6 +631,7 @@ class Session:
             raise Refused(409, "the game is over" if turn == "over" else "it is your turn: roll or move, not step")
         seat = self.game.current
         if not self._draw_and_roll():
+            self.persist()
             return
         game = self.game
         mask = game.legal_mask()[None].astype(np.int8)
@@ -488,14 +642,17 @@ class Session:
             self._replace(seat, err)
             token = int(self.players[seat].act(states, game.table, mask)[0])
         self._move(seat, token, self.specs[seat])
+        self.persist()
 
-    def _replace(self, seat: int, err: Exception) -> None:
-        """The random bot takes the seat of an agent that failed, for the rest of this game: the person's game
-        goes on, and the view's notices say why."""
+    def _replace(self, seat: int, err: Exception | None = None, notice: str | None = None) -> None:
+        """The random bot takes the seat of an agent that failed (or is gone), for the rest of this game: the
+        person's game goes on, and the view's notices say why."""
         from policies.players import make_player
 
-        notice = f"{self.who(seat)} failed: {one_line(err)}; {REPLACEMENT} plays its seat from now on"
+        if notice is None:
+            notice = f"{self.who(seat)} failed: {one_line(err)}; {REPLACEMENT} plays its seat from now on"
         log.warning("game %s: %s", self.id, notice)
+        self.events.append(["x", seat, notice])
         self.notices.append(notice)
         self.players[seat] = make_player(REPLACEMENT, seed=self.seed + 1 + len(self.names) + seat)
         self.specs[seat] = REPLACEMENT
@@ -555,10 +712,21 @@ class Session:
             "log": self.log, "over": game.over, "places": game.places,
             "order": finishing_order(game, [self.who(s) for s in range(rules.players)]) if game.over else None,
             "record": self.record, "board": board_geometry(rules), "notices": self.notices,
+            "version": len(self.events), "name": self.name, "rated": self.rated,
         }
 
 
 # ------------------------------------------------------------------ records for the replay viewer
+
+def players_by_seat(decisions, rows) -> list[str]:
+    """The game's players in seat order, each seat by the first player that decided there (a seat handed to
+    `random` after its agent failed still shows who sat down)."""
+    seats: dict[int, str] = {}
+    for seat, player in zip(decisions.states[rows, CURRENT].tolist(), decisions.players[rows]):
+        seats.setdefault(int(seat), short_label(str(player)))
+    return [seats[seat] for seat in sorted(seats)]
+
+
 class RecordShelf:
     """The record files the viewer lists: the records folder's, and those given on the command line."""
 
@@ -611,7 +779,7 @@ class RecordShelf:
                 continue
             for k, (game, rows) in enumerate(games_of(decisions).items()):
                 out.append({"file": key, "game": k, "name": game.partition(":")[2], "decisions": len(rows),
-                            "variant": decisions.rules.name, "players": sorted({short_label(str(p)) for p in decisions.players[rows]})})
+                            "variant": decisions.rules.name, "players": players_by_seat(decisions, rows)})
         return out
 
     def replay(self, file_key: str, game_index: int) -> dict[str, Any]:
@@ -745,6 +913,10 @@ class NewGame(BaseModel):
     seat: int = Field(0, ge=0, le=15)
     opponents: Opponents
     """Ids from GET /api/options' opponents, one per other seat."""
+    player: str | None = Field(None, pattern=PLAYER_PATTERN)
+    """The browser's own token (kept in its localStorage): GET /api/saved lists its unfinished games."""
+    name: str | None = Field(None, max_length=200)
+    """The person's name for the league: 1-32 letters, digits, spaces, '.', '_' or '-'."""
 
 
 class Move(BaseModel):
@@ -753,6 +925,26 @@ class Move(BaseModel):
     token: int = Field(ge=-(2**31), le=2**31)
     seat: int | None = Field(None, ge=-(2**31), le=2**31)
     """The seat of the token clicked, when the page knows it: another seat's token is refused by name."""
+
+
+class Version(BaseModel):
+    version: int
+    """How many rolls, moves and replacements the game has had: a view of another version is stale."""
+    turn: str
+
+
+class Saved(BaseModel):
+    id: str
+    variant: str
+    players: int
+    you: int
+    opponents: list[str]
+    moves: int
+    started: str
+
+
+class SavedList(BaseModel):
+    games: list[Saved]
 
 
 class Error(BaseModel):
@@ -858,13 +1050,41 @@ def create_app(site: Site) -> FastAPI:
                   "".join(traceback.format_tb(err.__traceback__)).rstrip())
         return one_line_error(500, f"the server failed on this request ({type(err).__name__}); see its log")
 
+    def restore(row: dict[str, Any]) -> Session | None:
+        """An unfinished game from games.db into memory, or None (logged) when it cannot be replayed."""
+        try:
+            game = Session.restore(site, row)
+        except Exception as err:  # noqa: BLE001 - a row of another version, an agent that cannot play it now
+            log.error("unfinished game %s cannot be restored: %s", row.get("id"), one_line(err))
+            return None
+        keep(game)
+        return game
+
+    def keep(game: Session) -> None:
+        with games_lock:
+            if len(games) >= MAX_GAMES:  # out of memory only: an unfinished one stays in games.db and comes back
+                oldest = min(games.values(), key=lambda g: (not g.game.over, g.touched))
+                del games[oldest.id]
+            games.setdefault(game.id, game)
+
     def session(game_id: str) -> Session:
         with games_lock:
             found = games.get(game_id)
+        if found is None and site.shelf is not None and len(game_id) <= SHOWN_CHARS:
+            # a game held out of memory by MAX_GAMES: back from games.db, looked up by its id alone
+            rows = [r for r in site.shelf.rows() if r["id"] == game_id]
+            if rows and restore(rows[0]) is not None:
+                with games_lock:
+                    found = games.get(game_id)
         if found is None:
             raise Refused(404, f"no game {shown(game_id)} on this server: start a new game")
         found.touched = time.monotonic()
         return found
+
+    if site.shelf is not None:  # the unfinished games of the last run, played on from where they were
+        restored = [restore(row) for row in site.shelf.rows()[-MAX_GAMES:]]
+        if restored:
+            log.info("restored %d unfinished games from %s", sum(g is not None for g in restored), site.shelf.path)
 
     # -------------------------------------------------------------- pages
     @app.get("/", include_in_schema=False)
@@ -913,15 +1133,34 @@ def create_app(site: Site) -> FastAPI:
         if len(body.opponents) != rules.players - 1:
             raise Refused(422, f"a {rules.players}-player game needs {rules.players - 1} opponents, "
                                f"got {len(body.opponents)}")
+        if body.name is not None and not re.fullmatch(NAME_PATTERN, body.name):
+            raise Refused(422, f"name {shown(body.name)} is not allowed: give 1-32 letters, digits, spaces, '.', "
+                               "'_' or '-', not starting or ending with a space")
         chosen = [site.opponent(o) for o in body.opponents]
         others = [s for s in range(rules.players) if s != body.seat]
-        game = Session(site, rules, body.seat, dict(zip(others, chosen)), secrets.randbelow(10**6))
-        with games_lock:
-            if len(games) >= MAX_GAMES:
-                oldest = min(games.values(), key=lambda g: (not g.game.over, g.touched))
-                del games[oldest.id]
-            games[game.id] = game
+        game = Session(site, rules, body.seat, dict(zip(others, chosen)), secrets.randbelow(10**6),
+                       player=body.player, name=body.name)
+        keep(game)
+        game.persist()
         return game.view()
+
+    @app.get("/api/games/{game_id}/version", response_model=Version, responses=refusals(404, 422))
+    def game_version(game_id: str):
+        """What a tab polls to follow a game played in another tab: cheap, and the same count as the view's."""
+        game = session(game_id)
+        with game.lock:
+            return {"version": len(game.events), "turn": game.turn()}
+
+    @app.get("/api/saved", response_model=SavedList, responses=refusals(422))
+    def saved(player: str = Query(pattern=PLAYER_PATTERN)):
+        """The unfinished games started with this browser's player token, newest first."""
+        with games_lock:
+            mine = [g for g in games.values() if g.player == player and not g.game.over]
+        mine.sort(key=lambda g: g.started, reverse=True)
+        return {"games": [{"id": g.id, "variant": g.rules.name, "players": g.rules.players, "you": g.you,
+                           "opponents": [g.labels[s] for s in range(g.rules.players) if s != g.you],
+                           "moves": sum(e[0] == "m" for e in g.events),
+                           "started": g.started.strftime("%Y-%m-%d %H:%M UTC")} for g in mine[:50]]}
 
     @app.get("/api/games/{game_id}", responses=refusals(404, 422))
     def get_game(game_id: str):

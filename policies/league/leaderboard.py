@@ -362,6 +362,7 @@ tbody tr:hover td { background: #f8fafc; }
 .kind { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #e4e7eb; }
 .kind-main { background: #d9e8ff; } .kind-snapshot { background: #e3f6e8; }
 .kind-bot { background: #fdebd3; } .kind-external { background: #eee3fb; }
+.kind-human { background: #fde2e4; }
 .note { color: #7b8794; font-style: italic; margin: 8px 0; }
 .table-box { overflow-x: auto; }
 .plot-box { overflow-x: auto; }
@@ -476,7 +477,9 @@ def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
     head_to_head = _head_to_head_figure(league)
     sections = [
         ("Ranking", ("Ordered by ordinal = mu \u2212 3 sigma (openskill Plackett-Luce), strongest first; "
-                     "greyed rows are evicted members."), _ranking_table(league)),
+                     "greyed rows are evicted members. People (kind human) are ranked with the agents: a "
+                     "game played under a name on the play page against league members only is rated; a game "
+                     "against any non-member is not."), _ranking_table(league)),
         ("Rating history", ("Each member's mu after every rating round it played (dotted: evicted). "
                             "Click a legend entry to hide it, double-click to show it alone."),
          _figure_div(_rating_history_figure(league), "rating-history", "No rating rounds yet.")),

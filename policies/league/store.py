@@ -11,7 +11,9 @@ Tables (schema version `SCHEMA_VERSION`, kept in ``meta``):
 
 ``members``
     One row per agent that ever joined: ``name`` (unique), ``kind`` (main,
-    snapshot, bot, external), ``spec`` (what `policies.players.make_player`
+    snapshot, bot, external, or human: a person rated from their games on
+    the browser site, named ``human:<name>``, whom training never picks, not
+    even as an active member), ``spec`` (what `policies.players.make_player`
     plays: a bot name or ``ckpt:<policy folder>``; snapshot weights are files
     written by `policies.checkpoints.write_policy` and read with
     ``weights_only``), the training ``iteration`` and ``env_steps`` it was
@@ -47,8 +49,9 @@ from typing import Any
 
 from policies.league.ratings import ordinal, start_rating
 
-SCHEMA_VERSION = 1
-MEMBER_KINDS = ("main", "snapshot", "bot", "external")
+SCHEMA_VERSION = 2  # 2: members of kind human (schema 1 databases are migrated when opened for writing)
+MEMBER_KINDS = ("main", "snapshot", "bot", "external", "human")
+HUMAN_KIND = "human"  # a person rated from their games on the browser site (launch/serve.py); never plays in training
 DB_NAME = "league.db"
 
 _SCHEMA = """
@@ -56,7 +59,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS members (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL CHECK (kind IN ('main', 'snapshot', 'bot', 'external')),
+    kind TEXT NOT NULL CHECK (kind IN ('main', 'snapshot', 'bot', 'external', 'human')),
     spec TEXT NOT NULL,
     iteration INTEGER,
     env_steps INTEGER,
@@ -164,8 +167,9 @@ class LeagueStore:
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
-            db.execute("PRAGMA foreign_keys=ON")
             _check_integrity(db, path)
+            _migrate(db, path)
+            db.execute("PRAGMA foreign_keys=ON")
             store = cls(db, path)
             with store.transaction():
                 for statement in _SCHEMA.strip().split(";"):
@@ -283,11 +287,12 @@ class LeagueStore:
         return None if row is None else _member(row)
 
     def members(self, active_only: bool = False, kinds: Iterable[str] | None = None) -> list[Member]:
-        """Members in the order they joined."""
+        """Members in the order they joined. `active_only`: those in the league's pool now, which never holds a
+        person (kind human): training and the site's opponent list never pick one."""
         rows = self.db.execute("SELECT * FROM members ORDER BY id").fetchall()
         kinds = set(kinds) if kinds is not None else None
         return [m for m in map(_member, rows)
-                if (not active_only or m.active) and (kinds is None or m.kind in kinds)]
+                if (not active_only or (m.active and m.kind != HUMAN_KIND)) and (kinds is None or m.kind in kinds)]
 
     def update_member(self, member_id: int, **fields: Any) -> None:
         allowed = {"spec", "iteration", "env_steps", "active", "evicted_at", "slot", "mu", "sigma", "panel"}
@@ -377,6 +382,39 @@ class LeagueStore:
             " FROM ratings r JOIN members m ON m.id = r.member_id ORDER BY r.id"
         ).fetchall()
         return [dict(r) for r in rows]
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    """A schema 1 database to schema 2 in one transaction of its own, before foreign keys are turned on (SQLite
+    cannot rebuild a table that others refer to with them on): the members table rebuilt with kind ``human``
+    allowed by its CHECK (SQLite cannot change a CHECK in place). Rows and ids are kept, so matches and ratings
+    still name the same members; the foreign keys are checked before the commit. A new or current database is
+    left alone."""
+    try:
+        version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:  # no meta table: a new database, made at the current schema
+        return
+    if version is None or int(version[0]) >= SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if int(version[0]) < SCHEMA_VERSION:  # another process may have migrated it meanwhile
+            create = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'members'").fetchone()[0]
+            if "'human'" not in create:
+                db.execute(create.replace("CREATE TABLE members", "CREATE TABLE members_v2", 1)
+                           .replace("'external')", "'external', 'human')", 1))
+                db.execute("INSERT INTO members_v2 SELECT * FROM members")
+                db.execute("DROP TABLE members")
+                db.execute("ALTER TABLE members_v2 RENAME TO members")
+            if db.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                raise LeagueStoreError(f"{path}: the league database cannot be migrated to schema "
+                                       f"{SCHEMA_VERSION} (its foreign keys do not hold)")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _check_integrity(db: sqlite3.Connection, path: Path) -> None:

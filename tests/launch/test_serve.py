@@ -67,6 +67,8 @@ def test_a_finished_game_is_recorded_move_for_move_and_replays_as_the_engine_pla
 
     listing = client.get("/api/records").json()["records"]
     assert [(r["file"], r["game"], r["decisions"]) for r in listing] == [(f"records/{view['record']}", 0, len(moves))]
+    by_seat = {r["seat"]: r["player"] for r in lines}  # listed by seat, not alphabetically
+    assert listing[0]["players"] == [by_seat[seat] for seat in sorted(by_seat)]
     replay = client.get("/api/replay", params={"file": f"records/{view['record']}", "game": 0}).json()
     assert len(replay["steps"]) == len(lines)
     for step, line in zip(replay["steps"], lines):

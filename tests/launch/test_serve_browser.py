@@ -82,6 +82,8 @@ def start_game(driver, url: str, variant: str, players: int, seat: int, opponent
     driver.get(url)
     WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
     driver.execute_script(f"document.getElementById('speed').value = {speed};")
+    # every move is the Person's click: no forced move played by the page (the setting is on by default)
+    driver.execute_script("document.getElementById('autoplay').checked = false;")
     Select(driver.find_element(By.ID, "variant")).select_by_value(variant)
     Select(driver.find_element(By.ID, "players")).select_by_value(str(players))
     Select(driver.find_element(By.ID, "seat")).select_by_value(str(seat))

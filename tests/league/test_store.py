@@ -459,3 +459,29 @@ def test_kill_9_at_random_moments_leaves_a_consistent_database(tmp_path):
         # a reader that opens the crashed database (the dashboard) reads it the same way
         with LeagueStore.open(db, read_only=True) as reader:
             assert {r["id"] for r in reader.rounds()} >= set(committed)
+
+
+def test_a_schema_1_database_is_migrated_keeping_its_rows_and_takes_people(tmp_path):
+    import sqlite3
+
+    from policies.league import store as store_module
+
+    path = tmp_path / "league.db"
+    with sqlite3.connect(path) as db:  # a league as schema 1 made it: no kind human in the members' CHECK
+        db.executescript(store_module._SCHEMA.replace(", 'human'))", "))"))
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        db.execute("INSERT INTO members (name, kind, spec, created_at, mu, sigma) VALUES ('random', 'bot', 'random', 0, 25, 8)")
+        db.execute("INSERT INTO rounds (label, variant, created_at) VALUES ('training', 'classic', 0)")
+        db.execute("INSERT INTO ratings (member_id, round_id, mu, sigma, created_at) VALUES (1, 1, 25, 8, 0)")
+    with LeagueStore.open(path, create=False, read_only=True) as reader:  # read as it is, not migrated
+        assert [m.name for m in reader.members()] == ["random"] and reader.get_meta("schema_version") == "1"
+    with LeagueStore.open(path, create=False) as store:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        person = store.add_member("human:ann", kind="human", spec="human")
+        assert [m.name for m in store.members()] == ["random", "human:ann"]
+        assert [m.name for m in store.members(active_only=True)] == ["random"]  # a person is never in the pool
+        assert [h["name"] for h in store.rating_history()] == ["random"]
+        assert store.db.execute("PRAGMA foreign_key_check").fetchall() == []
+        with pytest.raises(sqlite3.IntegrityError):  # foreign keys hold again after the rebuild
+            store.db.execute("INSERT INTO ratings (member_id, round_id, mu, sigma, created_at) VALUES (99, 1, 1, 1, 0)")
+        assert person.kind == "human"

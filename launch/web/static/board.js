@@ -45,6 +45,11 @@ function drawBoard(svg, board, tokens, opts) {
   for (const sq of board.track) {
     const start = sq.start === null ? null : COLOUR_NAMES[sq.start];
     cellRect(g, sq.cell, start && active.has(start) ? FILL[start] : "#fff", "cell track");
+    // the square's number, small in a corner: the move texts name squares ("square 14 -> 19")
+    const n = svgEl("text", {x: sq.cell[1] * CELL + 2, y: sq.cell[0] * CELL + 2, class: "square-number",
+                             "text-anchor": "start", "dominant-baseline": "hanging", "data-square": sq.square}, g);
+    n.textContent = sq.square;
+    if (start && active.has(start)) n.setAttribute("fill", "#fff");
     if (sq.safe || sq.star) {
       const t = svgEl("text", {x: (sq.cell[1] + 0.5) * CELL, y: (sq.cell[0] + 0.5) * CELL, class: "mark",
                                "text-anchor": "middle", "dominant-baseline": "central"}, g);
@@ -73,6 +78,18 @@ function drawBoard(svg, board, tokens, opts) {
     if (!byCell.has(key)) byCell.set(key, []);
     byCell.get(key).push([seat, tok]);
   }));
+  // the last move: its from and to squares ringed, captures crossed
+  const marks = svgEl("g", {class: "marks"}, svg);
+  if (opts.last && opts.last.from) {
+    const [r, c] = opts.last.from;
+    svgEl("rect", {x: c * CELL + 3, y: r * CELL + 3, width: CELL - 6, height: CELL - 6, rx: 6, class: "last-from"}, marks);
+  }
+  for (const [r, c] of opts.captures || []) {
+    svgEl("circle", {cx: (c + 0.5) * CELL, cy: (r + 0.5) * CELL, r: CELL * 0.46, class: "capture-mark"}, marks);
+    const x = svgEl("text", {x: (c + 0.5) * CELL, y: (r + 0.5) * CELL, class: "capture-cross", "text-anchor": "middle",
+                             "dominant-baseline": "central"}, marks);
+    x.textContent = "\u2715";
+  }
   const hits = svgEl("g", {class: "hits"}, svg);
   const layer = svgEl("g", {class: "tokens"}, svg);
   for (const group of byCell.values()) {
@@ -90,8 +107,13 @@ function drawBoard(svg, board, tokens, opts) {
       const classes = ["token", `seat-${seat}`];
       if (option) classes.push("legal", ...option.tags.map((t) => `tag-${t}`));
       if (isMover && opts.chosen === tok.token) classes.push("chosen");
+      if (opts.last && opts.last.seat === seat && opts.last.token === tok.token) classes.push("last-moved");
       const tg = svgEl("g", {class: classes.join(" "), "data-seat": seat, "data-token": tok.token,
-                             "data-progress": tok.progress, "data-colour": colour}, layer);
+                             "data-progress": tok.progress, "data-colour": colour, "data-cell": tok.cell.join(","),
+                             "data-cx": cx, "data-cy": cy}, layer);
+      if (opts.last && opts.last.seat === seat && opts.last.token === tok.token) {
+        svgEl("circle", {cx: cx, cy: cy, r: radius + 5, class: "last-ring"}, tg);
+      }
       svgEl("circle", {cx: cx, cy: cy, r: radius, fill: FILL[colour], stroke: "#222", "stroke-width": 2}, tg);
       const label = svgEl("text", {x: cx, y: cy, "text-anchor": "middle", "dominant-baseline": "central",
                                    class: "token-label"}, tg);
@@ -110,6 +132,44 @@ function drawBoard(svg, board, tokens, opts) {
   }
 }
 
+// Where a token at `progress` stands, as launch/play.py's token_cell places it, from the board the server sent:
+// the track from the seat's start square, then its home column, then home (track_steps is 51 with a home
+// column, a full lap of 52 without one: every variant the board draws).
+function cellAt(board, seat, token, progress) {
+  const colour = COLOUR_NAMES.indexOf(board.colours[seat]);
+  const column = board.columns[colour] || [];
+  const steps = column.length ? 51 : 52, home = steps + column.length;
+  if (progress < 0) {
+    const [r0, c0] = board.corners[colour];
+    return [r0 + 2 + Math.floor(token / 2), c0 + 2 + (token % 2)];
+  }
+  if (progress >= home) return board.home[colour];
+  if (progress >= steps) return column[progress - steps];
+  const start = board.track.find((sq) => sq.start === colour).square;
+  const square = (start + progress) % board.track.length;
+  return board.track.find((sq) => sq.square === square).cell;
+}
+
+// The cells a token walks through moving `die` from progress `from` to `to`: one square at a time, bouncing off
+// home when the rules bounce; a star jump, a capture of the mover or an overshoot that finishes ends with a
+// jump to where it landed. Leaving the base is one step onto the start square.
+function movePath(board, seat, token, from, to, die) {
+  const last = cellAt(board, seat, token, to);
+  if (from < 0) return [last];
+  const colour = COLOUR_NAMES.indexOf(board.colours[seat]);
+  const column = (board.columns[colour] || []).length, home = (column ? 51 : 52) + column;
+  const cells = [];
+  let p = from, dir = 1;
+  for (let k = 0; k < die; k++) {
+    if (p + dir > home) dir = -1;
+    p += dir;
+    cells.push(cellAt(board, seat, token, p));
+    if (p === home && to === home) break;
+  }
+  if (p !== to) cells.push(last);
+  return cells;
+}
+
 const DIE_PIPS = {1: [[1, 1]], 2: [[0, 0], [2, 2]], 3: [[0, 0], [1, 1], [2, 2]], 4: [[0, 0], [0, 2], [2, 0], [2, 2]],
                   5: [[0, 0], [0, 2], [1, 1], [2, 0], [2, 2]], 6: [[0, 0], [1, 0], [2, 0], [0, 2], [1, 2], [2, 2]]};
 
@@ -124,9 +184,9 @@ function drawDie(svg, value, colour) {
   if (!DIE_PIPS[value]) {
     const t = svgEl("text", {x: 30, y: 31, "text-anchor": "middle", "dominant-baseline": "central",
                              "font-size": 14, fill: "#333"}, svg);
-    t.textContent = "roll";
+    t.textContent = value === "wait" ? "\u2026" : "roll";
   }
-  svg.setAttribute("data-value", value || 0);
+  svg.setAttribute("data-value", DIE_PIPS[value] ? value : 0);
 }
 
 async function api(method, path, body) {

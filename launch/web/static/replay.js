@@ -60,6 +60,18 @@ async function open(file, game) {
   history.replaceState(null, "", `#file=${encodeURIComponent(file)}&game=${game}`);
   $("viewer").hidden = false;
   $("replay-title").textContent = `${replay.file} \u2014 ${replay.variant}, ${replay.players} players`;
+  // the players in seat order (red first), as the board colours them
+  const bySeat = [];
+  for (const step of replay.steps) if (bySeat[step.seat] === undefined) bySeat[step.seat] = step.player;
+  const seats = $("replay-seats");
+  seats.innerHTML = "";
+  replay.colours.forEach((colour, seat) => {
+    const div = document.createElement("div");
+    div.className = `seat colour-${colour}`;
+    div.dataset.seat = seat;
+    div.textContent = `${colour}: ${bySeat[seat] === undefined ? "no decisions" : bySeat[seat]}`;
+    seats.appendChild(div);
+  });
   for (const a of document.querySelectorAll("#record-list a")) {
     a.classList.toggle("current", a.dataset.file === file && Number(a.dataset.game) === game);
   }

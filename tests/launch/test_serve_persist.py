@@ -1,0 +1,180 @@
+"""launch/serve.py's games that outlive the server, tabs that follow the server, and people rated in the league."""
+from __future__ import annotations
+
+import sqlite3
+
+from fastapi.testclient import TestClient
+
+from launch.leaderboard import Board
+from launch.web.app import Site, create_app
+from policies.league.store import LeagueStore
+from policies.records import read_records
+from tests.launch.test_serve import play_out
+
+PLAYER = "tab-token-0123"
+QUICK = {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"], "player": PLAYER}
+
+
+def advance(client, view, actions: int) -> dict:
+    """`actions` rolls, moves and opponent turns of a game, the person moving their first legal token."""
+    for _ in range(actions):
+        if view["over"]:
+            break
+        path = {"opponent": "step", "roll": "roll", "move": "move"}[view["turn"]]
+        body = {"token": view["legal"][0]["token"]} if path == "move" else None
+        answer = client.post(f"/api/games/{view['id']}/{path}", json=body)
+        assert answer.status_code == 200, answer.text
+        view = answer.json()
+    return view
+
+
+def position(view) -> tuple:
+    return (view["version"], view["turn"], view["current"], view["die"], view["log"],
+            [[t["progress"] for t in row] for row in view["tokens"]])
+
+
+def test_an_unfinished_game_survives_a_server_restart(tmp_path):
+    records = tmp_path / "records"
+    first = TestClient(create_app(Site(records, [])))
+    view = advance(first, first.post("/api/games", json={**QUICK, "players": 4, "opponents": ["bot:random"] * 3}
+                                     ).json(), 60)
+    assert not view["over"] and view["version"] > 20
+    other = first.post("/api/games", json={**QUICK, "player": "someone-else-99"}).json()
+
+    second = TestClient(create_app(Site(records, [])))  # a new server on the same records folder
+    again = second.get(f"/api/games/{view['id']}").json()
+    assert position(again) == position(view) and again["seats"] == view["seats"]
+    listed = second.get("/api/saved", params={"player": PLAYER}).json()["games"]
+    assert [g["id"] for g in listed] == [view["id"]] and listed[0]["opponents"] == ["random"] * 3
+    assert [g["id"] for g in second.get("/api/saved", params={"player": "someone-else-99"}).json()["games"]] \
+        == [other["id"]]
+    assert second.get("/api/saved", params={"player": "../etc"}).status_code == 422
+
+    done = play_out(second, again)  # played on to its end, and recorded whole
+    moves = [(e["seat"], e["die"], e["token"]) for e in done["log"] if e["token"] is not None]
+    assert [(r["seat"], r["die"], r["chosen"]) for r in read_records(records / done["record"])] == moves
+    assert [g["id"] for g in second.get("/api/saved", params={"player": PLAYER}).json()["games"]] == []
+    third = TestClient(create_app(Site(records, [])))  # a finished game is no longer kept
+    assert third.get(f"/api/games/{view['id']}").status_code == 404
+    assert third.get(f"/api/games/{other['id']}").status_code == 200
+
+
+def test_an_opponent_gone_after_the_restart_is_played_by_random_with_a_notice(tmp_path):
+    records = tmp_path / "records"
+    first = TestClient(create_app(Site(records, [])))
+    view = advance(first, first.post("/api/games", json=QUICK).json(), 10)
+    with sqlite3.connect(records / "games.db") as db:  # as if the server now ran without that agent
+        db.execute("UPDATE games SET opponents = ?", ('{"1": "agent:3"}',))
+    second = TestClient(create_app(Site(records, [])))
+    again = second.get(f"/api/games/{view['id']}").json()
+    assert [(e["seat"], e["die"], e["token"]) for e in again["log"]] == \
+        [(e["seat"], e["die"], e["token"]) for e in view["log"]]  # the same game; its texts name the gone agent
+    assert "agent:3" in again["notices"][0] and "random plays its seat" in again["notices"][0]
+    assert again["seats"][1]["player"] == "random, for agent:3"
+    assert play_out(second, again)["over"]
+
+
+def test_two_tabs_stay_in_sync(tmp_path):
+    app = create_app(Site(tmp_path / "records", []))
+    one, two = TestClient(app), TestClient(app)
+    view = one.post("/api/games", json={**QUICK, "seat": 1}).json()
+    stale = two.get(f"/api/games/{view['id']}").json()
+    view = advance(one, view, 1)  # the opponent's turn, played from the first tab
+    # The second tab's poll sees a newer version, and its view is the first tab's
+    polled = two.get(f"/api/games/{view['id']}/version").json()
+    assert polled == {"version": view["version"], "turn": view["turn"]} and polled["version"] > stale["version"]
+    assert two.get(f"/api/games/{view['id']}").json() == view
+    # A request from a stale tab is refused (409), and the view it then fetches is current
+    while view["turn"] != "move":
+        view = advance(one, view, 1)
+    refused = two.post(f"/api/games/{view['id']}/roll")
+    assert refused.status_code == 409
+    assert two.get(f"/api/games/{view['id']}").json() == view
+    view = advance(two, view, 1)  # played on from the second tab; the first follows
+    assert one.get(f"/api/games/{view['id']}/version").json()["version"] == view["version"]
+
+
+def test_a_humans_rating_changes_after_a_recorded_game(tmp_path):
+    run = tmp_path / "run"
+    with LeagueStore.open(run / "league.db") as store:
+        store.add_member("bot:random", kind="bot", spec="random")
+        store.add_member("main-3", kind="snapshot", spec="hybrid", iteration=3)
+    client = TestClient(create_app(Site(tmp_path / "records", [], league=Board(str(run), None))))
+    for bad in ("", " ann", "a" * 33, "ann;drop", "\u00e9"):
+        answer = client.post("/api/games", json={**QUICK, "name": bad})
+        assert answer.status_code == 422 and "name" in answer.json()["error"] and "\n" not in answer.text
+
+    view = client.post("/api/games", json={**QUICK, "players": 3, "opponents": ["league:main-3", "bot:random"],
+                                           "name": "Ann B."}).json()
+    done = play_out(client, view)
+    assert done["rated"].startswith("rated in the league as human:Ann B.")
+    with LeagueStore.open(run / "league.db", create=False, read_only=True) as store:
+        person = store.member("human:Ann B.")
+        assert person.kind == "human" and (person.mu, person.sigma) != (25.0, 25 / 3)
+        [match] = store.matches()
+        assert len(match.seats) == 3 and match.seats[0] == person.id and sorted(match.places) == [1, 2, 3]
+        assert "human:Ann B." not in {m.name for m in store.members(active_only=True)}  # never a training opponent
+    assert "league:human:Ann B." not in {o["id"] for o in client.get("/api/options").json()["opponents"]}
+    page = client.get("/league").text
+    assert "human:Ann B." in page and "kind-human" in page
+
+    # against an opponent that is not a league member, or without a name, a game is not rated
+    view = client.post("/api/games", json={**QUICK, "opponents": ["bot:hybrid"], "name": "Ann B."}).json()
+    assert "not a league member" in play_out(client, view)["rated"]
+    view = client.post("/api/games", json={**QUICK, "opponents": ["bot:random"]}).json()
+    assert play_out(client, view)["rated"] == "not rated: you gave no name"
+    with LeagueStore.open(run / "league.db", create=False, read_only=True) as store:
+        assert len(store.matches()) == 1
+
+
+def test_two_browser_windows_follow_one_game_and_the_start_page_lists_it(tmp_path):
+    """Two windows of one browser (one localStorage): the second finds the game on the start page, resumes it,
+    and each follows what the other plays, by its poll, without a reload."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from tests.browser import browser_or_skip, new_chrome
+    from tests.launch.test_serve import start_server, stop_server
+
+    browser_or_skip()
+    server, url = start_server(f"records={tmp_path / 'records'}")
+    driver = new_chrome("1300,900")
+    wait = WebDriverWait(driver, 60, poll_frequency=0.05)
+    state = ("return {turn: document.body.dataset.turn, busy: document.body.dataset.busy || '',"
+             " version: document.body.dataset.version || ''}")
+    try:
+        driver.get(url)
+        wait.until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+        driver.execute_script("document.getElementById('autoplay').checked = false;"
+                              "document.getElementById('speed').value = 0;")
+        Select(driver.find_element(By.ID, "variant")).select_by_value("quick")
+        Select(driver.find_element(By.ID, "players")).select_by_value("2")
+        Select(driver.find_element(By.ID, "opponent-0")).select_by_value("bot:random")
+        driver.find_element(By.ID, "start").click()
+        wait.until(lambda d: d.execute_script(state)["turn"] in ("roll", "move"))
+        game = driver.execute_script("return location.hash").partition("game=")[2]
+        first = driver.current_window_handle
+
+        driver.switch_to.new_window("window")
+        second = driver.current_window_handle
+        driver.get(url)
+        wait.until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+        driver.find_element(By.CSS_SELECTOR, f"#saved-list li[data-game='{game}'] a.resume").click()
+        wait.until(lambda d: d.execute_script(state)["turn"] in ("roll", "move"))
+        start = driver.execute_script(state)["version"]
+
+        for player, follower in ((first, second), (second, first)):
+            driver.switch_to.window(player)
+            wait.until(lambda d: (s := d.execute_script(state))["turn"] in ("roll", "move") and not s["busy"])
+            if driver.execute_script(state)["turn"] == "roll":
+                driver.find_element(By.ID, "die").click()
+            else:
+                driver.find_element(By.CSS_SELECTOR, "#moves li").click()
+            wait.until(lambda d: (s := d.execute_script(state))["version"] != start and not s["busy"])
+            played = driver.execute_script(state)
+            driver.switch_to.window(follower)  # the other window follows, without a reload
+            wait.until(lambda d: int(d.execute_script(state)["version"] or 0) >= int(played["version"]))
+            start = driver.execute_script(state)["version"]
+    finally:
+        driver.quit()
+        stop_server(server)
