@@ -6,20 +6,20 @@
     python launch/train.py resume=outputs/train/<run>      # continue a stopped or killed run
 
 Reads top to bottom: 1 compose the config (``conf/config.yaml``, schema
-`launch.schema.TrainConfig`), 2 seed, 3 build the RLlib config
-(`launch.build`) and open the league (``<run>/league.db``,
+`launch.training.schema.TrainConfig`), 2 seed, 3 build the RLlib config
+(`launch.training.build`) and open the league (``<run>/league.db``,
 `policies.league.league`), 4 a plain ``algo.train()`` loop, 5 evaluate
 greedy ``main`` against the ``eval.panel`` in the fast evaluator and play a
 league rating round, then freeze ``main`` into the league when the snapshot
 rule says so and re-weigh the opponents (PFSP), 6 log a line per iteration
 and everything to wandb (offline unless told otherwise), 7 checkpoint
 atomically. The run folder is the Hydra output folder; its layout is in
-`launch.runs`. A final summary names the checkpoints, the leaderboard, the
-best-evaluated policy (``<run>/best/``, `launch.loop.keep_best`) and the
+`launch.training.runs`. A final summary names the checkpoints, the leaderboard, the
+best-evaluated policy (``<run>/best/``, `launch.training.loop.keep_best`) and the
 exact commands that reproduce the evaluations. The run's lifecycle (run
 folder, overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is
-`launch.loop`'s; `LeagueSelfPlay` supplies steps 2-7. The GA, TD(λ) and
-imitation trainers (`launch.trainers`) run on the same loop.
+`launch.training.loop`'s; `LeagueSelfPlay` supplies steps 2-7. The GA, TD(λ) and
+imitation trainers (`launch.training.trainers`) run on the same loop.
 
 A user error (unknown experiment, bad value, missing or damaged checkpoint)
 prints one line and exits with status 2. An external league member that
@@ -49,10 +49,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-from launch import build, loop, watchdog
+from launch.training import build, loop, watchdog
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
-from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
-from launch.runs import (
+from launch.training.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
+from launch.training.runs import (
     RunDir,
     RunState,
     checkpoint_key,
@@ -62,8 +62,8 @@ from launch.runs import (
     record_ray_session,
     stop_leftovers,
 )
-from launch.sampler import BatchedLudoEnvRunner
-from launch.schema import RLLIB_ALGOS, TrainConfig, check
+from launch.training.sampler import BatchedLudoEnvRunner
+from launch.training.schema import RLLIB_ALGOS, TrainConfig, check
 from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError, read_meta, write_policy
@@ -94,10 +94,10 @@ def train(dict_cfg: DictConfig) -> None:
         notes = keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
                                   typed_today(dict_cfg.resume, overrides))
     cfg = checked_config(dict_cfg)
-    if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation trainers (launch/trainers)
-        importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg, notes)
+    if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation trainers (launch/training/trainers)
+        importlib.import_module(f"launch.training.trainers.{cfg.algo.name}").train(cfg, notes)
         return
-    # 2-7: the run loop (launch.loop) with RLlib league self-play as its trainer
+    # 2-7: the run loop (launch.training.loop) with RLlib league self-play as its trainer
     loop.run(LeagueSelfPlay(cfg), notes)
 
 
@@ -254,7 +254,7 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
         raise UserError(one_line(err)) from None
     check_players(cfg)
     if cfg.algo.name not in RLLIB_ALGOS:  # a trainer's checks of its own inputs (imitation: its record files)
-        check_inputs = getattr(importlib.import_module(f"launch.trainers.{cfg.algo.name}"), "check", None)
+        check_inputs = getattr(importlib.import_module(f"launch.training.trainers.{cfg.algo.name}"), "check", None)
         if check_inputs is not None:
             check_inputs(cfg)
     return cfg
@@ -294,7 +294,7 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
 
     The run folder is the one `cfg.resume` names, never another (a copied run folder's saved ``run_dir=``);
     a checkpoint's pickles are read only once its signature says this user's runs wrote it
-    (`launch.runs.verify_checkpoint`; ``resume_trust_unsigned=true`` vouches for an unsigned one and signs it).
+    (`launch.training.runs.verify_checkpoint`; ``resume_trust_unsigned=true`` vouches for an unsigned one and signs it).
     """
     checkpoint_key()  # the key that signs this run's checkpoints (made on first use): a problem stops it now
     if not cfg.resume:

@@ -1,4 +1,4 @@
-"""The batched sampler (`launch.sampler.BatchedLudoEnvRunner`): what it records replays through the engine,
+"""The batched sampler (`launch.training.sampler.BatchedLudoEnvRunner`): what it records replays through the engine,
 no illegal move reaches the engine, seats follow the matchmaker, and non-RLlib agents sit at seats."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from launch import build
-from launch.sampler import BatchedLudoEnvRunner
+from launch.training import build
+from launch.training.sampler import BatchedLudoEnvRunner
 from ludo_env.engine.kernels import apply_move, legal_mask
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, TOKENS
 from ludo_env.observations import encode

@@ -1,7 +1,7 @@
 """Every PPO and DQN setting (and the sampler, budget, eval and run ints) has a range: a value outside it stops
 `launch/train.py` in one line that names the key, the value and what is allowed, before anything starts.
 
-Composed as the script composes (`launch.cli.compose`, then `launch.schema.check`); no Ray."""
+Composed as the script composes (`launch.cli.compose`, then `launch.training.schema.check`); no Ray."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.schema import ALGO_SCHEMAS, CheckedSettings
+from launch.training.schema import ALGO_SCHEMAS, CheckedSettings
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ obs         `ObsConfig`                       egocentric, seed000_raw62, seed000
 reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        `PPOSettings` / `DQNSettings`     ppo, dqn
-            `GASettings`, `ImitateSettings`   ga, imitate (seed 001; launch/trainers)
-            `TDLambdaSettings`                td_lambda (seed 004; launch/trainers)
+            `GASettings`, `ImitateSettings`   ga, imitate (seed 001; launch/training/trainers)
+            `TDLambdaSettings`                td_lambda (seed 004; launch/training/trainers)
 league      `LeagueConfig`                    pfsp, uniform
 resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
@@ -252,7 +252,7 @@ class DQNSettings(CheckedSettings):
     n_step: int = 3
     """n-step returns."""
     advantage_learning: float = 0.97
-    """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/dqn_learner.py): the target of
+    """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/training/dqn_learner.py): the target of
     Q(s, a) loses alpha * (max_b Q'(s, b) - Q'(s, a)), which widens the gaps between actions by 1 / (1 - alpha)
     and keeps the greedy policy; 0: RLlib's own loss. Classic runs' last policies against 3 random and
     3 hybrid: at 0.97 (four runs), 81.8-84.2% and 43.8-44.9%; at 0.9 (four), 82.5-84.1% and 43.2-44.8%;
@@ -322,7 +322,7 @@ class DQNSettings(CheckedSettings):
 
 @dataclass
 class GASettings(CheckedSettings):
-    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py, launch/trainers/ga.py)."""
+    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py, launch/training/trainers/ga.py)."""
 
     name: str = "ga"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -380,7 +380,7 @@ class GASettings(CheckedSettings):
 
 @dataclass
 class ImitateSettings(CheckedSettings):
-    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records (launch/trainers/imitate.py)."""
+    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records (launch/training/trainers/imitate.py)."""
 
     name: str = "imitate"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -420,7 +420,7 @@ class ImitateSettings(CheckedSettings):
 @dataclass
 class TDLambdaSettings(CheckedSettings):
     """Seed 004's TD(lambda) afterstate value, learned by batched self-play (policies/td_lambda.py,
-    launch/trainers/td_lambda.py)."""
+    launch/training/trainers/td_lambda.py)."""
 
     name: str = "td_lambda"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -462,7 +462,7 @@ class TDLambdaSettings(CheckedSettings):
 
 
 RLLIB_ALGOS = tuple(RLLIB_REGISTRY)
-"""Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/trainers/<name>.py``."""
+"""Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/training/trainers/<name>.py``."""
 ALGO_SCHEMAS: dict[str, type] = {"ppo": PPOSettings, "dqn": DQNSettings, "ga": GASettings,
                                  "imitate": ImitateSettings, "td_lambda": TDLambdaSettings}
 
@@ -492,7 +492,7 @@ class ResourcesConfig:
 
 
 SAMPLERS = ("batched", "per_game")
-"""How EnvRunners play: `launch.sampler.BatchedLudoEnvRunner` over a batch of numba games, or RLlib's
+"""How EnvRunners play: `launch.training.sampler.BatchedLudoEnvRunner` over a batch of numba games, or RLlib's
 `MultiAgentEnvRunner` stepping ``resources.envs_per_runner`` one-game `LudoMultiAgentEnv` copies."""
 
 
@@ -568,7 +568,7 @@ class TrainConfig:
     reward: RewardSchema = field(default_factory=RewardSchema)  # type: ignore[valid-type]
     network: NetworkSchema = field(default_factory=NetworkSchema)  # type: ignore[valid-type]
     algo: Any = MISSING
-    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/trainers (GASettings, ...)."""
+    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/training/trainers (GASettings, ...)."""
     league: LeagueConfig = field(default_factory=LeagueConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
@@ -588,7 +588,7 @@ class TrainConfig:
     """A run folder to continue from its last good checkpoint."""
     resume_trust_unsigned: bool = False
     """Resume from a checkpoint this user's key did not sign (a run from before checkpoints were signed), and sign
-    it: only for a run folder you wrote yourself (launch.runs, signed checkpoints)."""
+    it: only for a run folder you wrote yourself (launch.training.runs, signed checkpoints)."""
     run_dir: str = MISSING
     """Where checkpoints, wandb and the summary go (the Hydra output folder)."""
     progress: bool = True

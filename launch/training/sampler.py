@@ -83,7 +83,7 @@ from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, infe
 from policies.players import BotPlayer, make_player
 
 DEFAULT_GAMES = 256
-"""Games per EnvRunner when the env config names none (`launch.schema.SamplerConfig.games` does)."""
+"""Games per EnvRunner when the env config names none (`launch.training.schema.SamplerConfig.games` does)."""
 
 NO_RECORD = -1
 

@@ -61,7 +61,7 @@ from launch.cli import CONF_DIR, UserError, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 if TYPE_CHECKING:
-    from launch.schema import TrainConfig
+    from launch.training.schema import TrainConfig
 
 RUN_STATE = "run_state.json"
 ALGORITHM_DIR = "algorithm"
