@@ -86,6 +86,19 @@ def test_launch_top_level_holds_commands_only():
     assert not not_commands, f"library modules at launch/'s top level (they belong in launch/training/): {not_commands}"
 
 
+def test_the_training_command_is_no_library():
+    """Benchmarks and tests take the trainers' pieces from `launch.training`, never from ``launch/train.py``."""
+    importers = []
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if "launch.train" in names:
+                importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not importers, f"imports of the launch/train.py command: {importers}"
+
+
 def test_no_module_imports_a_higher_layer():
     upward = [f"{MODULES[m].relative_to(ROOT)}:{line} ({LAYERS[layer(m)]}) imports {target} ({LAYERS[layer(target)]})"
               for m, targets in GRAPH.items() for target, line in sorted(targets) if layer(target) > layer(m)]

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
 from ludo_env.rewards import RewardConfig
@@ -48,6 +48,9 @@ from ludo_env.rules import Rules
 from policies.league.league import LeagueSettings
 from policies.algorithms import REGISTRY as RLLIB_REGISTRY
 from policies.networks import NetworkConfig
+
+# conf/config.yaml's run folder: ``${first_set:${resume},outputs/train/...}`` (a resume writes into its run).
+OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
 
 
 def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = ()) -> type:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-import launch.train  # noqa: F401  (registers the resolver the config uses)
 from launch.cli import compose
 from launch.training.schema import check
 

@@ -234,7 +234,7 @@ def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
 @pytest.mark.parametrize("damage", ["module", "algorithm"])
 def test_resume_falls_back_past_damaged_rllib_state(tmp_path, capsys, damage):
     from launch.training.runs import RunDir
-    from launch.train import find_resume_point
+    from launch.training.trainers.rllib import find_resume_point
 
     from tests.launch.configs import train_config
 
@@ -253,7 +253,7 @@ def test_resume_falls_back_past_damaged_rllib_state(tmp_path, capsys, damage):
 
 def test_a_resume_onto_another_encoder_is_refused_not_fallen_back_from(tmp_path):
     from launch.training.runs import RunDir
-    from launch.train import find_resume_point
+    from launch.training.trainers.rllib import find_resume_point
     from tests.launch.configs import train_config
 
     fake_checkpoint(tmp_path, 1, train_config("+exp=smoke", "obs=afterstates", "network=token_set"))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import ray
 
-import launch.train as train
+import launch.training.trainers.rllib as train
 from launch.training import build
 from launch.training.runs import RunState
 from policies.league.league import League

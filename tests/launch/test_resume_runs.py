@@ -131,7 +131,7 @@ def test_a_run_folder_from_before_signatures_resumes_only_when_trusted_and_is_si
 
 def test_a_crafted_pickle_in_a_run_folder_is_never_read(copy_of, key, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, str(key))
-    from launch.train import find_resume_point
+    from launch.training.trainers.rllib import find_resume_point
 
     marker = tmp_path / "pwned"
 

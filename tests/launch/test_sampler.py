@@ -155,7 +155,7 @@ def test_another_runs_policy_sits_at_a_training_seat(tmp_path):
 
 
 class _League:
-    """What `launch.train.seat_externals` reads of a league: its active external members."""
+    """What `launch.training.trainers.rllib.seat_externals` reads of a league: its active external members."""
 
     def __init__(self, **specs):
         self.store = self
@@ -173,7 +173,7 @@ def test_an_agent_that_cannot_sit_is_refused_before_ray_starts(tmp_path, players
     import ray
 
     from launch.cli import UserError
-    from launch.train import seat_externals
+    from launch.training.trainers.rllib import seat_externals
     from tests.league.tiny_policy import write_tiny_policy
 
     if spec == "TINY":

@@ -239,7 +239,7 @@ def test_a_resume_keeps_the_runs_settings_where_todays_defaults_differ(tmp_path)
 
 
 def test_a_resume_onto_another_encoder_or_network_is_one_line_naming_the_overrides(tmp_path):
-    from launch.train import check_same_network
+    from launch.training.trainers.rllib import check_same_network
     from policies.checkpoints import write_policy
 
     cfg = config("+exp=smoke")
