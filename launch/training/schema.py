@@ -175,8 +175,10 @@ class CheckedSettings:
 
 
 @dataclass
-class PPOSettings(CheckedSettings):
-    name: str = "ppo"
+class RLlibSettings(CheckedSettings):
+    """What the settings of every RLlib algorithm have; each algorithm's class gives its own defaults."""
+
+    name: str = ""
     """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 1e-3
     """Adam learning rate."""
@@ -185,10 +187,22 @@ class PPOSettings(CheckedSettings):
     schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
     gamma: float = 0.99
     """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
+    train_batch_size: int = 8192
+    """Per learner update, per learner: env steps (PPO) or transitions drawn from the replay buffer (DQN)."""
+    grad_clip: float | None = 0.5
+    """Global gradient-norm clip; None: off."""
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
+    }
+
+
+@dataclass
+class PPOSettings(RLlibSettings):
+    name: str = "ppo"
     gae_lambda: float = 0.95
     """GAE lambda."""
-    train_batch_size: int = 8192
-    """Env steps per learner update, per learner."""
     minibatch_size: int = 512
     """SGD minibatch."""
     num_epochs: int = 6
@@ -203,17 +217,13 @@ class PPOSettings(CheckedSettings):
     """Entropy bonus."""
     kl_coeff: float = 0.0
     """KL penalty (0: clip only)."""
-    grad_clip: float | None = 0.5
-    """Global gradient-norm clip; None: off."""
     vf_share_layers: bool = False
     """One trunk for policy and value."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "gae_lambda": SHARE,
-        "train_batch_size": AT_LEAST_ONE,
+        **RLlibSettings.RANGES, "gae_lambda": SHARE,
         "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": Range(0, 10, low_open=True),
-        "vf_loss_coeff": COEFFICIENT, "vf_clip_param": CLIP, "entropy_coeff": COEFFICIENT,
-        "kl_coeff": COEFFICIENT, "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
+        "vf_loss_coeff": COEFFICIENT, "vf_clip_param": CLIP, "entropy_coeff": COEFFICIENT, "kl_coeff": COEFFICIENT,
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ppo",)}
 
@@ -225,18 +235,11 @@ class PPOSettings(CheckedSettings):
 
 
 @dataclass
-class DQNSettings(CheckedSettings):
+class DQNSettings(RLlibSettings):
     name: str = "dqn"
-    """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 5e-4
-    """Adam learning rate."""
-    lr_end: float | None = None
-    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
-    schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
-    gamma: float = 0.99
-    """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
     train_batch_size: int = 256
-    """Transitions per learner update, per learner."""
+    grad_clip: float | None = 10.0
     double_q: bool = True
     """Double Q-learning targets (seed 000)."""
     dueling: bool = True
@@ -290,8 +293,6 @@ class DQNSettings(CheckedSettings):
     mean game length in env steps (classic, 4 players: about 200-230) or training_intensity is off by that ratio."""
     td_error_loss: str = "huber"
     """huber or mse."""
-    grad_clip: float | None = 10.0
-    """Global gradient-norm clip; None: off."""
     store_buffer_in_checkpoints: bool = False
     """Save the replay buffer with each checkpoint (large); off: a resumed run refills it."""
     steps_per_iteration: int = 16384
@@ -299,16 +300,14 @@ class DQNSettings(CheckedSettings):
     so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
-        "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(-LARGEST, LARGEST),
+        **RLlibSettings.RANGES, "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(-LARGEST, LARGEST),
         "v_max": Range(-LARGEST, LARGEST),
         "advantage_learning": Range(0, 1, high_open=True),
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
         "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": Range(0, 10), "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
         "learning_starts": NON_NEGATIVE, "training_intensity": Range(0, 10_000, low_open=True, null_ok=True),
-        "rollout_fragment_length": AT_LEAST_ONE, "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
-        "steps_per_iteration": AT_LEAST_ONE,
+        "rollout_fragment_length": AT_LEAST_ONE, "steps_per_iteration": AT_LEAST_ONE,
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "name": ("dqn",), "replay": ("prioritized", "uniform"), "td_error_loss": ("huber", "mse"),
