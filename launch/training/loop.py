@@ -141,7 +141,8 @@ class Trainer(abc.ABC):
 
 def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
     """Run `trainer` from its run folder to its summary (module docstring); `notes` (a resume's kept settings,
-    `launch.training.runs.keep_run_settings`) are printed once the run has opened, so a refused resume stays one line."""
+    `launch.training.runs.keep_run_settings`) are printed once the run has opened, so a refused resume stays one
+    line."""
     cfg, run_dir = trainer.cfg, trainer.run
     state, saved = trainer.open(bool(cfg.resume))
     for note in notes:

@@ -247,7 +247,8 @@ class ColumnReplayDQN(DQN):
     Each step: sample from the EnvRunners into the buffer (`calculate_rr_weights` times, as RLlib does),
     then, once ``num_steps_sampled_before_learning_starts`` env steps are in, that many updates on drawn
     batches, each followed by its priorities, then the new weights to the EnvRunners. Timers and metrics
-    keep RLlib's keys, so `launch.training.trainers.rllib` and the benchmark read them unchanged. Another buffer falls back
+    keep RLlib's keys, so `launch.training.trainers.rllib` and the benchmark read them unchanged. Another buffer falls
+    back
     to RLlib's own step.
     """
 

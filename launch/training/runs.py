@@ -558,7 +558,8 @@ def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[st
     line's) names it or a section above it; an override of the first start that picks a config group's file
     (``algo=dqn``, ``+exp=...``) names no value, so the file's changed defaults are given back too, but one
     `typed` on today's command line and not at the first start (``network=token_set``) names its whole section,
-    which then follows today (a resume refuses what changes main's network: `launch.training.trainers.rllib.check_same_network`).
+    which then follows today (a resume refuses what changes main's network:
+    `launch.training.trainers.rllib.check_same_network`).
     `MACHINE_SECTIONS` always follow today. Returns the notes to print:
     the settings given back, those added since (today's default: the run never had them) and those gone.
     """

@@ -300,7 +300,8 @@ class DQNSettings(RLlibSettings):
     so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        **RLlibSettings.RANGES, "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(-LARGEST, LARGEST),
+        **RLlibSettings.RANGES,
+        "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(-LARGEST, LARGEST),
         "v_max": Range(-LARGEST, LARGEST),
         "advantage_learning": Range(0, 1, high_open=True),
         "target_network_update_freq": AT_LEAST_ONE, "tau": Range(0, 1, low_open=True),
@@ -324,7 +325,8 @@ class DQNSettings(RLlibSettings):
 
 @dataclass
 class GASettings(CheckedSettings):
-    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py, launch/training/trainers/ga.py)."""
+    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py,
+    launch/training/trainers/ga.py)."""
 
     name: str = "ga"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -382,7 +384,8 @@ class GASettings(CheckedSettings):
 
 @dataclass
 class ImitateSettings(CheckedSettings):
-    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records (launch/training/trainers/imitate.py)."""
+    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records
+    (launch/training/trainers/imitate.py)."""
 
     name: str = "imitate"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -570,7 +573,8 @@ class TrainConfig:
     reward: RewardSchema = field(default_factory=RewardSchema)  # type: ignore[valid-type]
     network: NetworkSchema = field(default_factory=NetworkSchema)  # type: ignore[valid-type]
     algo: Any = MISSING
-    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/training/trainers (GASettings, ...)."""
+    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/training/trainers (GASettings,
+    ...)."""
     league: LeagueConfig = field(default_factory=LeagueConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)

@@ -1,4 +1,5 @@
-"""A run's best policy (``<run>/best/``, `launch.training.loop.keep_best` and `settle_best`): chosen by the panel score of
+"""A run's best policy (``<run>/best/``, `launch.training.loop.keep_best` and `settle_best`): chosen by the panel
+score of
 its evaluations, settled by the final evaluation, written so that a kill at any moment leaves a complete one."""
 from __future__ import annotations
 

@@ -50,3 +50,41 @@ def test_an_old_name_imports_in_a_fresh_interpreter():
     code = "import pickle; print(pickle.loads(b'claunch.replay\\nMainEpisodeReplayBuffer\\n.').__module__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "launch.training.replay_buffer"
+
+
+BEFORE_THE_MOVE = "a40efcd"
+"""The last commit with the training modules in launch/ (issue 30 moved them to launch/training/)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp, more", [("smoke", ["budget.iterations=4"]),
+                                       ("smoke_dqn", ["budget.iterations=4", "budget.env_steps=16384"])])
+def test_a_run_folder_trained_before_the_move_resumes(exp, more, tmp_path):
+    """Trains a smoke run with the code of `BEFORE_THE_MOVE` (checked out from git: a run folder is too large a
+    fixture to keep), then resumes it with today's code: its pickles name launch.sampler, launch.dqn_learner and
+    launch.replay."""
+    old_code = tmp_path / "code"
+    archive = subprocess.run(["git", "archive", BEFORE_THE_MOVE], cwd=ROOT, capture_output=True)
+    if archive.returncode != 0:
+        pytest.skip(f"no commit {BEFORE_THE_MOVE} in this checkout")
+    old_code.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(old_code)], input=archive.stdout, check=True)
+    from launch.training.runs import KEY_ENV
+    from tests.launch.configs import script_env
+
+    run = tmp_path / "run"
+    env = {**script_env(), KEY_ENV: str(tmp_path / "key"), "PYTHONPATH": str(old_code)}
+    args = [f"+exp={exp}", "budget.iterations=2", "eval.every=0", "eval.final_games=0", "wandb.mode=disabled"]
+    if exp == "smoke_dqn":
+        args.append("budget.env_steps=4096")
+    done = subprocess.run([sys.executable, "launch/train.py", *args, f"hydra.run.dir={run}"], cwd=old_code,
+                          capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    pickles = b"".join(p.read_bytes() for p in (run / "checkpoints" / "iter_000002").rglob("class_and_ctor_args.pkl"))
+    assert b"launch.sampler" in pickles  # the old module names, as a run folder from before the move has them
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "launch/train.py", f"resume={run}", *more], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resumed from iter_000002" in done.stdout
+    assert (run / "checkpoints" / "iter_000004").is_dir()

@@ -1,4 +1,5 @@
-"""DQN's replay of main's chunks (`launch.training.replay_buffer.MainEpisodeReplayBuffer`): n-step returns, ends, priorities."""
+"""DQN's replay of main's chunks (`launch.training.replay_buffer.MainEpisodeReplayBuffer`): n-step returns, ends,
+priorities."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,8 @@
 """``launch/train.py resume=`` (issue 29): it reads only pickles this user's runs signed, it writes into the folder
 it was pointed at, it refuses what would change main, and a damaged ``config.yaml`` is one line.
 
-One small PPO run is trained once (signed with a key of this test module's own, `launch.training.runs.KEY_ENV`); each test
+One small PPO run is trained once (signed with a key of this test module's own, `launch.training.runs.KEY_ENV`);
+each test
 resumes a copy of it, as a user resumes a run folder.
 """
 from __future__ import annotations
