@@ -205,11 +205,10 @@ def _legal_mask_walking(state, tab, out):
 
 
 @inline_kernel
-def opponent_tokens_on(state, tab, seat, square):
-    """Which tokens of `seat`'s opponents stand on board `square` (`opponents_on` counts them): a bit set, bit
-    ``MAX_TOKENS * other + t`` for token t of seat other (its progress at ``state[token_index(other, t)]``). The
-    engine sends them back (`_send_back_opponents`), the bots weigh what that would cost (`loss_on_square`)."""
-    bits = 0
+def _send_back_opponents(state, tab, seat, square):
+    """Return every opponent token on `square` to its restart point; the number sent back."""
+    restart = _restart_progress(tab)
+    sent = 0
     for other in range(tab[R_PLAYERS]):
         if other == seat:
             continue
@@ -217,23 +216,10 @@ def opponent_tokens_on(state, tab, seat, square):
         if p < 0:
             continue
         for t in range(tab[R_TOKENS]):
-            if state[token_index(other, t)] == p:
-                bits |= 1 << (MAX_TOKENS * other + t)
-    return bits
-
-
-@inline_kernel
-def _send_back_opponents(state, tab, seat, square):
-    """Return every opponent token on `square` to its restart point; the number sent back."""
-    restart = _restart_progress(tab)
-    found = opponent_tokens_on(state, tab, seat, square)
-    sent = 0
-    k = 0
-    while found >> k:  # up to the highest token found: no step at all on a square without opponents
-        if (found >> k) & 1:
-            state[token_index(k // MAX_TOKENS, k % MAX_TOKENS)] = restart
-            sent += 1
-        k += 1
+            i = token_index(other, t)
+            if state[i] == p:
+                state[i] = restart
+                sent += 1
     return sent
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ludo_env.engine.batch import random_legal
 from ludo_env.engine.jit import inline_kernel, kernel
-from ludo_env.engine.kernels import board_square, landing, move_outcome, opponent_tokens_on, token_index
+from ludo_env.engine.kernels import board_square, landing, move_outcome, progress_on, token_index
 from ludo_env.engine.layout import (
     BASE,
     CURRENT,
@@ -28,7 +28,9 @@ from ludo_env.engine.layout import (
     EV_SENT_BACK,
     R_BONUS_CAPTURE,
     R_HOME,
+    R_PLAYERS,
     R_START_IN_BASE,
+    R_TOKENS,
     R_TRACK_STEPS,
 )
 from ludo_env.engine.tactics import DIE_FACES, gap_ahead, hit_chance, is_safe
@@ -171,12 +173,15 @@ def _move_risk_change(state, tab, seat, t, die):
 def loss_on_square(state, tab, seat, square):
     """Total progress the opponents of `seat` would lose if their tokens on `square` were sent back."""
     total = 0
-    found = opponent_tokens_on(state, tab, seat, square)
-    k = 0
-    while found >> k:  # up to the highest token found: no step at all on a square without opponents
-        if (found >> k) & 1:
-            total += loss_if_sent_back(tab, int(state[token_index(k // MAX_TOKENS, k % MAX_TOKENS)]))
-        k += 1
+    for other in range(tab[R_PLAYERS]):
+        if other == seat:
+            continue
+        p = progress_on(tab, other, square)
+        if p < 0:
+            continue
+        for t in range(tab[R_TOKENS]):
+            if state[token_index(other, t)] == p:
+                total += loss_if_sent_back(tab, p)
     return total
 
 
