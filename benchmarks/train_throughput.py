@@ -19,10 +19,10 @@ What is measured
             Before issue 13 this was the only path. ``--per-game`` gives it
             its own extra overrides (e.g. the former defaults
             ``algo.num_epochs=6 algo.minibatch_size=512 algo.train_batch_size=8192``).
-  batched   ``sampler.name=batched`` (the default): `launch.sampler.BatchedLudoEnvRunner`
+  batched   ``sampler.name=batched`` (the default): `launch.training.sampler.BatchedLudoEnvRunner`
             plays ``sampler.games`` games per EnvRunner in the numba engine.
 
-  Both come from ``launch.build.build_algorithm_config`` on the composed
+  Both come from ``launch.training.build.build_algorithm_config`` on the composed
   config (``conf/config.yaml`` + ``+exp=<algo>_selfplay`` + the overrides).
 
   DQN, kept: the per-game path samples ``batch_mode="complete_episodes"``,
@@ -42,7 +42,7 @@ What is measured
 
 Procedure: both algorithms are built and alive at once (Ray is told of
 enough logical CPUs for both; only one samples at a time). Each first fills
-``--snapshots`` snapshot slots with main's weights (`launch.train.push_weights`,
+``--snapshots`` snapshot slots with main's weights (`launch.training.trainers.rllib.push_weights`,
 as the league does every ``league.snapshot_every`` iterations), so the matchmaker spreads
 seats over main, snapshots and bots as in a run under way, then trains
 ``--warmup`` iterations (numba and torch warm-up); DQN first trains until
@@ -87,7 +87,7 @@ def compose_config(algo: str, overrides: list[str]):
     from omegaconf import OmegaConf
 
     from launch.cli import compose
-    from launch.schema import check
+    from launch.training.schema import check
 
     dict_cfg = compose("config", [f"+exp={algo}_selfplay", "run_dir=/tmp/train_throughput", *overrides])
     cfg = OmegaConf.to_object(dict_cfg)
@@ -97,7 +97,7 @@ def compose_config(algo: str, overrides: list[str]):
 
 # ---------------------------------------------------------------- timing
 def env_steps(result: dict) -> int:
-    from launch.train import env_steps_of
+    from launch.training.trainers.rllib import env_steps_of
 
     return env_steps_of(result)
 
@@ -134,8 +134,8 @@ class Side:
         return result
 
     def warm_up(self, snapshots: int, iterations: int, learning_starts: int, cfg) -> float:
-        from launch import build
-        from launch.train import install_matchmaker, push_weights
+        from launch.training import build
+        from launch.training.trainers.rllib import install_matchmaker, push_weights
         from policies.league.pool import MAIN, snapshot_id
 
         start = time.perf_counter()
@@ -182,8 +182,8 @@ TIMERS = {"sample_s": "env_runner_sampling_timer", "learn_s": "learner_update_ti
 
 
 def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]], args) -> dict[str, Any]:
-    from launch import build
-    from launch.train import seed_everything
+    from launch.training import build
+    from launch.training.trainers.rllib import seed_everything
 
     learning_starts = {n: int(c.algo.learning_starts) if algo == "dqn" else 0 for n, c in configs.items()}
     sides: dict[str, Side] = {}

@@ -23,7 +23,7 @@ def one_line(err: BaseException) -> str:
     line = text.splitlines()[0].rstrip(".") if text else type(err).__name__
     if "Available options in" in text:  # an unknown group option: list the choices on the same line
         options = text.split("Available options in", 1)[1].split("Config search path", 1)[0]
-        # *_schema entries are the typed schemas (launch/schema.py), not choices
+        # *_schema entries are the typed schemas (launch/training/schema.py), not choices
         choices = [o for o in options.partition(":")[2].split() if not o.endswith("_schema")]
         line += f": choose one of {', '.join(choices)}"
     if ("LexerNoViableAltException" in line or "no viable alternative" in line) and any(c in line for c in "?&"):

@@ -9,9 +9,9 @@
 **Submitting.** Every argument that is not one of submit's own (below) is a
 training override, passed unchanged to ``python launch/train.py`` on the
 cluster. They are checked here first, by composing the training config and
-running its schema checks (`launch.schema.check`), so a typo fails in one line
+running its schema checks (`launch.training.schema.check`), so a typo fails in one line
 before anything is uploaded. What the cluster itself can grant is checked by
-the job, at its start (`launch.build.check_resources`): a cluster too small
+the job, at its start (`launch.training.build.check_resources`): a cluster too small
 for ``resources.*`` fails the job with one line in its logs, never a job that
 waits forever.
 
@@ -246,7 +246,7 @@ def validate(overrides: list[str]) -> None:
     from omegaconf import OmegaConf
 
     from launch.cli import compose
-    from launch.schema import check
+    from launch.training.schema import check
 
     compose("config", overrides, return_hydra_config=True)  # hydra.* overrides and group choices
     # run_dir is the Hydra output folder, known only once Hydra runs: a stand-in lets the rest resolve

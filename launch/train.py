@@ -1,25 +1,17 @@
-"""Train a Ludo agent by self-play with RLlib (new API stack): PPO or DQN against main, its snapshots and bots.
+"""Train a Ludo agent: PPO or DQN by league self-play with RLlib, or the GA, TD(λ) and imitation trainers.
 
     python launch/train.py +exp=dqn_selfplay
     python launch/train.py +exp=ppo_selfplay budget.minutes=60 resources.env_runners=2
     python launch/train.py +exp=smoke                      # under a minute, what CI runs
     python launch/train.py resume=outputs/train/<run>      # continue a stopped or killed run
 
-Reads top to bottom: 1 compose the config (``conf/config.yaml``, schema
-`launch.schema.TrainConfig`), 2 seed, 3 build the RLlib config
-(`launch.build`) and open the league (``<run>/league.db``,
-`policies.league.league`), 4 a plain ``algo.train()`` loop, 5 evaluate
-greedy ``main`` against the ``eval.panel`` in the fast evaluator and play a
-league rating round, then freeze ``main`` into the league when the snapshot
-rule says so and re-weigh the opponents (PFSP), 6 log a line per iteration
-and everything to wandb (offline unless told otherwise), 7 checkpoint
-atomically. The run folder is the Hydra output folder; its layout is in
-`launch.runs`. A final summary names the checkpoints, the leaderboard, the
-best-evaluated policy (``<run>/best/``, `launch.loop.keep_best`) and the
-exact commands that reproduce the evaluations. The run's lifecycle (run
-folder, overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is
-`launch.loop`'s; `LeagueSelfPlay` supplies steps 2-7. The GA, TD(λ) and
-imitation trainers (`launch.trainers`) run on the same loop.
+The command composes the config (``conf/config.yaml``, schema `launch.training.schema.TrainConfig`; a resume
+keeps the run's own settings), checks it before a run folder exists, and hands it to the trainer of
+``algo.name`` from `TRAINERS`: `launch.training.trainers.rllib` (league self-play, steps 2-7 of a run) for the
+RLlib algorithms, `launch.training.trainers.ga`, ``td_lambda`` and ``imitate`` for the others; all run on
+`launch.training.loop`. The run folder is the Hydra output folder; its layout is in `launch.training.runs`. A
+final summary names the checkpoints, the leaderboard, the best-evaluated policy (``<run>/best/``,
+`launch.training.loop.keep_best`) and the exact commands that reproduce the evaluations.
 
 A user error (unknown experiment, bad value, missing or damaged checkpoint)
 prints one line and exits with status 2. An external league member that
@@ -31,51 +23,38 @@ checkpoint.
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import random
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 import hydra
-import numpy as np
-import ray
-import torch
 from omegaconf import DictConfig, OmegaConf
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-from launch import build, loop, watchdog
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
-from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
-from launch.runs import (
-    RunDir,
-    RunState,
-    checkpoint_key,
-    keep_run_settings,
-    leaves,
-    merge_overrides,
-    record_ray_session,
-    stop_leftovers,
-)
-from launch.sampler import BatchedLudoEnvRunner
-from launch.schema import RLLIB_ALGOS, TrainConfig, check
-from ludo_env.core import ACTION_SPACE, observation_space
+from launch.training import build, loop
+from launch.training.runs import RunDir, keep_run_settings, merge_overrides, typed_today
+from launch.training.schema import TrainConfig, check
 from ludo_env.rules import Rules
-from policies.checkpoints import PolicyFileError, read_meta, write_policy
-from policies.league.evaluation import evaluate_panel, learned_player, override_value, panel_record
-from policies.league.league import MAIN_MEMBER, League, MemberFailed, normalized_external
-from policies.league.pool import MAIN, snapshot_id
-from policies.league.store import DB_NAME, LeagueStore
-from policies.modules import module_spec
-from policies.players import PlayerError, PlayerSpecError, make_player
-from policies.saved import load_module
+from policies.checkpoints import PolicyFileError
+from policies.league.league import normalized_external
+from policies.players import PlayerSpecError, make_player
 
-OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
+TRAINERS: dict[str, str] = {
+    "ppo": "launch.training.trainers.rllib",
+    "dqn": "launch.training.trainers.rllib",
+    "ga": "launch.training.trainers.ga",
+    "td_lambda": "launch.training.trainers.td_lambda",
+    "imitate": "launch.training.trainers.imitate",
+}
+"""``algo.name`` -> the module whose ``train(cfg, notes)`` runs it (and whose ``check(cfg)``, if it has one,
+checks its own inputs before a run folder exists); imported when picked, so a GA run loads no RLlib."""
+
+
+def trainer(name: str):
+    return importlib.import_module(TRAINERS[name])
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
@@ -94,153 +73,7 @@ def train(dict_cfg: DictConfig) -> None:
         notes = keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
                                   typed_today(dict_cfg.resume, overrides))
     cfg = checked_config(dict_cfg)
-    if cfg.algo.name not in RLLIB_ALGOS:  # the GA, TD(lambda) and imitation trainers (launch/trainers)
-        importlib.import_module(f"launch.trainers.{cfg.algo.name}").train(cfg, notes)
-        return
-    # 2-7: the run loop (launch.loop) with RLlib league self-play as its trainer
-    loop.run(LeagueSelfPlay(cfg), notes)
-
-
-class LeagueSelfPlay(Trainer):
-    """RLlib's ``algo.train()`` against main, its snapshots and bots; what the loop runs for ppo and dqn."""
-
-    def open(self, resume: bool) -> tuple[RunState, Path | None]:
-        state, self.resumed = find_resume_point(self.cfg, self.run)
-        stopped = stop_leftovers(self.run)  # a killed driver's Ray agents and wandb service must not compete
-        if stopped:
-            print(f"note: stopped {len(stopped)} processes a killed earlier start of this run left running "
-                  f"(pids {', '.join(map(str, stopped))})", file=sys.stderr, flush=True)
-        return state, self.resumed
-
-    def start(self, state: RunState) -> str:
-        cfg, run = self.cfg, self.run
-        # 2. seed
-        seed_everything(cfg.seed)
-
-        # 3. build (the algorithm config is plain data; nothing runs until ray.init)
-        self.pool = pool = build.make_pool(cfg)
-        state.snapshot_slots = cfg.league.max_snapshots
-        try:
-            self.league = league = League(LeagueStore.open(run.path / DB_NAME), build.league_settings(cfg),
-                                          cfg.variant.name)
-        except ValueError as err:  # a damaged database, an external agent that is not there
-            raise UserError(one_line(err)) from None
-        for slot, member in league.slot_members().items():
-            pool.fill(slot, member.iteration or 0)
-        for name, dropped in league.dropped().items():
-            print(f"note: league member {name} stays out of the league: dropped at iteration "
-                  f"{dropped['iteration']} ({dropped['reason']})", file=sys.stderr, flush=True)
-        self.evaluator = evaluator = PanelEvaluator(cfg)
-        # Bots and externals meet the panel before Ray starts: one that fails there is dropped before it is seated.
-        self.warn_dropped(league.fill_panels(lambda member: evaluator.panel(league.player(member, guard=True)),
-                                             state.iteration), "against the panel")
-        externals = seat_externals(cfg, league)  # every agent that will sit at a seat loads before Ray starts
-        algo_config = build.build_algorithm_config(cfg, pool, training_matchmaker(cfg, league), externals)
-        watchdog.start()  # Ray's agents would outlive a killed driver by minutes
-        ray.init(address=cfg.resources.ray_address, logging_level="ERROR", include_dashboard=False,
-                 configure_logging=True, log_to_driver=False)
-        record_ray_session(run, ray._private.worker._global_node.get_session_dir_path())  # for stop_leftovers
-        build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
-        self.algo = algo = algo_config.build_algo()
-        if self.resumed is not None:
-            algo.restore_from_path(str(run.algorithm_of(self.resumed)))
-        # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
-        for slot, member in league.slot_members().items():
-            push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
-        return (f"{'resumed from ' + self.resumed.name if self.resumed else 'new run'}; "
-                f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
-
-    # 4. train
-    def advance(self, state: RunState) -> None:
-        steps_before, time_before = state.env_steps, time.perf_counter()
-        self.result = self.algo.train()
-        state.iteration = int(self.algo.iteration)
-        state.env_steps = env_steps_of(self.result)
-        self.steps_per_s = (state.env_steps - steps_before) / max(1e-9, time.perf_counter() - time_before)
-        self.drop_failed(state)
-
-    def drop_failed(self, state: RunState) -> None:
-        """External members that raised at a training seat (`BatchedLudoEnvRunner.take_failures`) leave the
-        league: one warning line each, the drop recorded in league.db, and every runner gets a matchmaker
-        without them (their games in progress finish with a stand-in)."""
-        if self.cfg.sampler.name != "batched":
-            return  # externals sit at training seats only in the batched sampler
-        reports = self.algo.env_runner_group.foreach_env_runner(
-            lambda runner: runner.take_failures() if isinstance(runner, BatchedLudoEnvRunner) else {},
-            local_env_runner=True)
-        failures = {name: reason for report in reports for name, reason in (report or {}).items()}
-        active = {m.name for m in self.league.store.members(active_only=True, kinds=["external"])}
-        dropped = []
-        for name, reason in failures.items():
-            if name in active:
-                self.league.drop(name, reason, state.iteration)
-                dropped.append(MemberFailed(name, reason))
-        if dropped:
-            self.warn_dropped(dropped, "at a training seat")
-            install_matchmaker(self.algo, training_matchmaker(self.cfg, self.league))
-
-    @staticmethod
-    def warn_dropped(dropped: list[MemberFailed], where: str) -> None:
-        for failed in dropped:
-            print(f"warning: league member {failed.member} failed {where} and is dropped from the league "
-                  f"(training goes on): {failed.reason}", file=sys.stderr, flush=True)
-
-    # 5. evaluate: the panel, a league rating round, then snapshot and re-weigh the opponents
-    def report(self, state: RunState) -> Report:
-        cfg, algo, league, evaluator = self.cfg, self.algo, self.league, self.evaluator
-        evaluation = league_round = None
-        snapshot_due = league.snapshot_due(state.iteration, state.last_snapshot)
-        # A new snapshot is evaluated too (its panel is in the leaderboard) unless evaluation is off.
-        if cfg.eval.every and (snapshot_due or state.iteration % cfg.eval.every == 0):
-            evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
-            state.evaluations.append(evaluation)
-            league_round = self.rating_round(state)
-            league.set_main_panel(panel_of(evaluation), state.iteration, state.env_steps)
-            snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
-        if snapshot_due:
-            take_snapshot(algo, league, self.pool, state, evaluator, evaluation)
-        if league_round is not None or snapshot_due:
-            install_matchmaker(algo, training_matchmaker(cfg, league))
-
-        # 6. log
-        row = progress_row(cfg, self.result, state, self.pool, evaluation, self.steps_per_s, league, league_round)
-        return Report(row, progress_line(row), self.result, league if league_round is not None else None)
-
-    # 7. checkpoint
-    def save(self, state: RunState) -> Path:
-        return save_checkpoint(self.algo, self.run, state, self.evaluator, self.cfg)
-
-    def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
-        """Greedy main against the panel; main as trained joins the league for good, and a last round rates it."""
-        cfg, algo, league, evaluator = self.cfg, self.algo, self.league, self.evaluator
-        final = evaluator.run(algo, cfg.eval.final_games, state.iteration, final=True)
-        if state.last_snapshot != state.iteration and cfg.league.max_snapshots:
-            take_snapshot(algo, league, self.pool, state, evaluator, final)
-        league.set_main_panel(panel_of(final), state.iteration, state.env_steps)
-        self.rating_round(state, label="final")
-        return final
-
-    def rating_round(self, state: RunState, label: str = "training"):
-        """A league rating round with main; an external member that fails in it is dropped (one warning line)
-        and the round replayed without it. A league too small without it stops the run (after a save)."""
-        evaluator = self.evaluator
-        try:
-            result = self.league.rating_round(
-                evaluator.rules, self.cfg.eval.seed + state.iteration, main_player=evaluator.main_player(),
-                iteration=state.iteration, env_steps=state.env_steps, label=label, drop_failing=True)
-        except MemberFailed as failed:
-            raise UserError(str(failed)) from None
-        self.warn_dropped(result.dropped, "in a rating round")
-        return result
-
-    def policy_writer(self):
-        return lambda folder: self.evaluator.write_policy(self.algo, folder)
-
-    def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
-        return write_summary(self.cfg, self.run, state, saved, self.league)
-
-    def close(self) -> None:
-        ray.shutdown()
+    trainer(cfg.algo.name).train(cfg, notes)
 
 
 # ---------------------------------------------------------------- 1. compose, resume
@@ -253,10 +86,9 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
     except Exception as err:  # a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
     check_players(cfg)
-    if cfg.algo.name not in RLLIB_ALGOS:  # a trainer's checks of its own inputs (imitation: its record files)
-        check_inputs = getattr(importlib.import_module(f"launch.trainers.{cfg.algo.name}"), "check", None)
-        if check_inputs is not None:
-            check_inputs(cfg)
+    check_inputs = getattr(trainer(cfg.algo.name), "check", None)  # a trainer's checks of its own inputs
+    if check_inputs is not None:  # (imitation: its record files)
+        check_inputs(cfg)
     return cfg
 
 
@@ -280,70 +112,6 @@ def preflight(argv: list[str]) -> None:
         keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
                           typed_today(dict_cfg.resume, overrides))
     checked_config(dict_cfg)
-
-
-def typed_today(resume: str, overrides: list[str]) -> list[str]:
-    """The overrides of a resume's command line that were not the run's own at its first start (`resume_argv`
-    merges those in): what the user typed today."""
-    saved = set(RunDir(resume).saved_overrides() or ())
-    return [o for o in overrides if o not in saved]
-
-
-def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | None]:
-    """The run state to start from: fresh, or the newest checkpoint that loads.
-
-    The run folder is the one `cfg.resume` names, never another (a copied run folder's saved ``run_dir=``);
-    a checkpoint's pickles are read only once its signature says this user's runs wrote it
-    (`launch.runs.verify_checkpoint`; ``resume_trust_unsigned=true`` vouches for an unsigned one and signs it).
-    """
-    checkpoint_key()  # the key that signs this run's checkpoints (made on first use): a problem stops it now
-    if not cfg.resume:
-        return RunState(), None
-    if Path(cfg.resume).resolve() != run.path.resolve():
-        raise UserError(f"resume={cfg.resume}: a resume writes into the run it resumes, and this command would write "
-                        f"into {run.path}: drop run_dir= and hydra.run.dir=")
-    typed = typed_today(cfg.resume, loop.task_overrides())
-
-    def check(checkpoint: Path, state: RunState) -> None:
-        # before Ray starts: a checkpoint from elsewhere is refused, a damaged one falls back to the one before
-        run.check_algorithm_state(checkpoint, cfg.resume_trust_unsigned)
-        check_same_network(cfg, run.policy_of(checkpoint), typed)
-        if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
-            raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
-                            f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
-
-    return run.resume_point(cfg.resume, check)
-
-
-NETWORK_SHAPING = ("obs", "network", "variant")  # what main's module and its rules are built from
-
-
-def check_same_network(cfg: TrainConfig, policy: Path, typed: list[str] | tuple[str, ...] = ()) -> None:
-    """A resume rebuilds main as the run built it: the checkpoint's algorithm, encoder, network and rules (its
-    policy.json) must be this config's. Otherwise one line naming the overrides that give the run's back (a run
-    from before config.yaml, whose defaults have moved, or an override that changes the network); when an
-    override `typed` on today's command line (``network=token_set``) made the difference, it names that one."""
-    meta = read_meta(policy)
-    if meta.get("kind") in RLLIB_ALGOS and meta["kind"] != cfg.algo.name:
-        raise UserError(f"resume: the run trains {meta['kind']} and this config gives algo={cfg.algo.name}: "
-                        f"a resumed run keeps its algorithm; drop the algo override or start a new run")
-    built = meta["model_config"]
-    before = leaves({key: built[key] for key in NETWORK_SHAPING if key in built})
-    # through JSON, as policy.json was written: tuples become lists
-    now = leaves(json.loads(json.dumps({key: value for key, value in build.main_model_config(cfg).items()
-                                        if key in NETWORK_SHAPING})))
-    differ = [key for key, value in before.items() if key in now and now[key] != value]
-    if differ:
-        run_has = [f"{key}={override_value(before[key])}" for key in differ]
-        config_gives = [f"{key}={override_value(now[key])}" for key in differ]
-        changed_by = [o for o in typed if any(key == o.partition("=")[0].lstrip("+~") or key.startswith(
-            o.partition("=")[0].lstrip("+~") + ".") for key in differ)]
-        if changed_by:
-            typed_here = " ".join(changed_by)
-            raise UserError(f"resume: {typed_here} changes the run's main (built with {', '.join(run_has)}): a "
-                            f"resumed run keeps its encoder, network and rules; drop {typed_here}, or start a new run")
-        raise UserError(f"resume: the run's main was built with {', '.join(run_has)} and this config gives "
-                        f"{', '.join(config_gives)}: add {' '.join(run_has)} to resume it")
 
 
 def resume_argv(argv: list[str]) -> list[str]:
@@ -370,205 +138,6 @@ def resume_argv(argv: list[str]) -> list[str]:
 
 WHERE_KEYS = ("run_dir", "hydra.run.dir")
 """Overrides that say where a run writes: a resume writes into the run it resumes."""
-
-
-# ---------------------------------------------------------------- 2. seed
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-# ---------------------------------------------------------------- 4. train: budget, snapshots
-def env_steps_of(result: dict) -> int:
-    steps = result.get(NUM_ENV_STEPS_SAMPLED_LIFETIME)
-    if steps is None:
-        steps = result.get(ENV_RUNNER_RESULTS, {}).get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
-    return int(steps)
-
-
-def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator, evaluation) -> str:
-    """Freeze main's current weights into the league: a policy file, a member, a slot on every EnvRunner."""
-    weights = algo.learner_group.get_weights([MAIN])[MAIN]
-    panel = panel_of(evaluation) if evaluation and evaluation["iteration"] == state.iteration else None
-    member, evicted = league.add_snapshot(state.iteration, state.env_steps,
-                                          lambda folder: evaluator.write_policy(algo, folder), panel)
-    module_id = snapshot_id(member.slot)
-    push_weights(algo, module_id, weights)
-    pool.fill(member.slot, state.iteration)
-    state.last_snapshot = state.iteration
-    if evicted is not None:
-        print(f"league: {member.name} takes {module_id}, evicting {evicted.name} "
-              f"(lowest rated, ordinal {evicted.ordinal:.1f})", flush=True)
-    return module_id
-
-
-def push_weights(algo, module_id: str, weights) -> None:
-    """`weights` into module `module_id` on the learners and on every EnvRunner, now."""
-    algo.learner_group.set_weights({module_id: weights})
-
-    def load(runner, _weights=weights, _id=module_id):
-        if isinstance(runner, BatchedLudoEnvRunner):
-            runner.set_module_state(_id, _weights)  # between two steps of a sample playing in the background
-        else:
-            runner.module[_id].set_state(_weights)
-
-    # EnvRunners skip weights whose sequence number is not new, so the push is explicit.
-    algo.env_runner_group.foreach_env_runner(load, local_env_runner=True)
-
-
-def seat_externals(cfg: TrainConfig, league) -> dict[str, str]:
-    """The league's external members as seat players (member name -> spec), each loaded once here so that one
-    that cannot play (a missing file, another variant or player count) stops the run now, in one line."""
-    if cfg.sampler.name != "batched":
-        return {}
-    rules = Rules.load(build.rules_mapping(cfg))
-    externals = {m.name: m.spec for m in league.store.members(active_only=True, kinds=["external"])}
-    for name, spec in externals.items():
-        try:
-            make_player(spec, cfg.seed, rules)  # a learned one must have been trained for this run's rules
-        except PlayerSpecError as err:
-            raise UserError(f"league member {name} cannot sit at a training seat: {one_line(err)}") from None
-    return externals
-
-
-def training_matchmaker(cfg: TrainConfig, league):
-    """Seats of training games: PFSP over snapshots, bots and, with the batched sampler, external members."""
-    return league.matchmaker(cfg.seed, with_externals=cfg.sampler.name == "batched")
-
-
-def install_matchmaker(algo, matchmaker) -> None:
-    """Episodes that start from now on draw their seats from `matchmaker` (ongoing ones keep theirs)."""
-    algo.config._is_frozen = False  # RLlib's own add_module edits the frozen config the same way
-    algo.config.multi_agent(policy_mapping_fn=matchmaker)
-    algo.config.freeze()
-
-    def install(runner, _matchmaker=matchmaker):
-        runner.config.multi_agent(policy_mapping_fn=_matchmaker)
-
-    algo.env_runner_group.foreach_env_runner(install, local_env_runner=True)
-
-
-# ---------------------------------------------------------------- 5. evaluate
-class PanelEvaluator:
-    """Greedy main against the panel, on a CPU copy of main loaded with the learner's weights."""
-
-    def __init__(self, cfg: TrainConfig):
-        self.cfg = cfg
-        self.kind = cfg.algo.name
-        self.model_config = build.main_model_config(cfg)
-        self.rules = Rules.load(build.rules_mapping(cfg))
-        self.module = module_spec(self.kind, observation_space(cfg.obs.name), ACTION_SPACE,
-                                  self.model_config).build()
-
-    def load_main(self, algo) -> None:
-        self.module.set_state(algo.learner_group.get_weights([MAIN])[MAIN])
-        self.module.eval()
-
-    def run(self, algo, games: int, iteration: int, final: bool = False) -> dict[str, Any]:
-        self.load_main(algo)
-        start = time.perf_counter()
-        player = learned_player(self.module, f"main@{iteration}")
-        results = self.against_panel(player, games)
-        return {"iteration": iteration, "final": final, "seconds": round(time.perf_counter() - start, 2),
-                "results": [r.to_dict() for r in results]}
-
-    def main_player(self):
-        """Greedy main as last loaded (by `run`), under the league's name for it."""
-        return learned_player(self.module, MAIN_MEMBER)
-
-    def panel(self, player) -> dict[str, Any]:
-        """Any player against the panel, as a league member's panel record."""
-        return panel_record(self.against_panel(player, self.cfg.eval.games))
-
-    def against_panel(self, player, games: int):
-        try:
-            return evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed,
-                                  self.cfg.eval.threads)
-        except PlayerError as err:  # a panel bot of the user's (py:) that raises: one line (the loop saves first)
-            raise UserError(f"eval.panel: {one_line(err)}") from None
-
-    def weights_of(self, policy_folder: Path):
-        """A saved policy's weights in the form `RLModule.set_state` takes."""
-        return load_module(policy_folder).get_state()
-
-    def write_policy(self, algo, dest: Path) -> None:
-        self.load_main(algo)
-        write_policy(dest, self.kind, self.model_config, self.module.state_dict())
-
-
-def panel_of(evaluation: dict) -> dict[str, Any]:
-    return panel_record(evaluation["results"])
-
-
-# ---------------------------------------------------------------- 6. log
-def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluation,
-                 steps_per_s: float, league=None, league_round=None) -> dict[str, Any]:
-    learner = result.get("learners", {}).get(MAIN, {})
-    runners = result.get("env_runners", {})
-    row: dict[str, Any] = {
-        **step_columns(state, steps_per_s),
-        "loss": _number(learner.get("total_loss")),
-        "lr": _number(learner.get("default_optimizer_learning_rate")),  # RLlib's key for main's one optimizer
-        "pool": len(pool),
-        "main_return": _number(runners.get("module_episode_returns_mean", {}).get(MAIN)),
-        "episode_len": _number(runners.get("episode_len_mean")),
-    }
-    algorithm_columns = build.rllib_training(cfg.algo.name).progress(cfg, state.env_steps, learner)
-    row.update({key: _number(value) for key, value in algorithm_columns.items()})
-    row.update(eval_columns(evaluation))
-    if league_round is not None:
-        rank, members, main = league.main_standing()
-        row["league/main_rank"], row["league/members"] = rank, members
-        row["league/main_mu"], row["league/main_sigma"] = main.mu, main.sigma
-        if league_round.main_vs_league is not None:
-            row["league/main_ahead"] = league_round.main_vs_league
-    return row
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def progress_line(row: dict[str, Any]) -> str:
-    def fmt(value, spec):
-        return "-" if value is None else format(value, spec)
-
-    explore = (f"eps {fmt(row['epsilon'], '.3f')}" if "epsilon" in row
-               else f"entropy {fmt(row.get('entropy'), '.3f')}")
-    line = (f"it {row['iteration']:4d} | steps {row['env_steps']:>10,} | {fmt(row['env_steps_per_s'], ',.0f')} "
-            f"steps/s | {row['minutes']:6.1f} min | loss {fmt(row['loss'], '.4f')} | {explore} | "
-            f"pool {row['pool']}")
-    if "league/main_rank" in row:
-        line += f" | league {row['league/main_rank']}/{row['league/members']}"
-    return line
-
-
-# ---------------------------------------------------------------- 7. checkpoint, summary
-def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluator, cfg: TrainConfig) -> Path:
-    def write_parts(folder: Path) -> None:
-        algo.save_to_path(str(run.algorithm_of(folder)))
-        evaluator.write_policy(algo, run.policy_of(folder))
-
-    return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
-
-
-def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path,
-                  league) -> tuple[list[str], dict[str, Any]]:
-    lines, fields = checkpoint_summary(cfg, run, state, checkpoint, f"play it as ckpt:{run.policy_of(checkpoint)}")
-    lines.append(f"league:     {league.store.path}   (python launch/leaderboard.py league={run.path})")
-    budget = cfg.budget
-    if budget.env_steps and state.env_steps < budget.env_steps and budget.minutes and \
-            state.elapsed_s >= budget.minutes * 60:
-        lines.append(f"note:       the {budget.minutes:g}-minute cap stopped the run at {state.env_steps:,} of "
-                     f"budget.env_steps={budget.env_steps:,}: a busy machine; its numbers are not a full run's "
-                     f"(continue with resume={run.path} budget.minutes=<more>)")
-    rank, members, main = league.main_standing()
-    lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f}, sigma {main.sigma:.1f})")
-    return lines, fields
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 
 The SLURM script (``launch/slurm/train.sbatch``) and ``docker/compose.yaml``
 start their Ray nodes in parallel. Training checks the cluster's CPUs and
-GPUs once, at start-up (`launch.build.check_resources`), so it must not
+GPUs once, at start-up (`launch.training.build.check_resources`), so it must not
 start while half the nodes are still joining. Exit 0 once every node is up;
 otherwise one line and exit 2.
 """

@@ -43,7 +43,7 @@ class EnvConfig:
         values = dict(values or {})
         known = {f.name for f in fields(cls)}
         # RLlib adds its own keys (worker_index, num_workers, vector_index, remote) to env configs.
-        # The batched EnvRunner (launch.sampler) owns its games and seats: these keys are its own.
+        # The batched EnvRunner (launch.training.sampler) owns its games and seats: these keys are its own.
         ignored = {"worker_index", "num_workers", "vector_index", "remote", "batch_games", "prefetch", "seat_players"}
         unknown = sorted(set(values) - known - ignored)
         if unknown:

@@ -4,11 +4,11 @@ Every place that reads a saved PPO or DQN module asks its entry here, never ``ki
 the module's default model_config, its action scores (what a greedy player and an exported model
 return), its value (what ``search:`` and ``mcts:`` read) and whether its policy can serve as a prior.
 The entry's name is ``algo.name`` in the training config and the ``kind`` in ``policy.json``.
-How `launch` trains each one is `launch.build.RLLIB_TRAINING`, keyed by the same names; a test checks
+How `launch` trains each one is `launch.training.build.RLLIB_TRAINING`, keyed by the same names; a test checks
 the two registries and `policies.saved.REGISTRY` agree.
 
-Adding an RLlib algorithm: one `ModuleAlgorithm` here, one `launch.build.RLlibTraining` entry, its
-settings class in `launch.schema.ALGO_SCHEMAS`, and a ``SavedKind`` in `policies.saved`.
+Adding an RLlib algorithm: one `ModuleAlgorithm` here, one `launch.training.build.RLlibTraining` entry, its
+settings class in `launch.training.schema.ALGO_SCHEMAS`, and a ``SavedKind`` in `policies.saved`.
 """
 from __future__ import annotations
 

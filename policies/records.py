@@ -7,7 +7,7 @@ the decisions of any one entry of a tournament (``record=<file>
 record_player=<entry index>``; `policies.tournament.play_tournament`), so a
 built-in bot can stand in for the person where there is none.
 ``python launch/train.py +exp=imitate 'algo.records=[<file>, ...]'`` learns
-from them (`launch.trainers.imitate`).
+from them (`launch.training.trainers.imitate`).
 
 Line format ``ludo-league-record/1``: one JSON object per decision, with
 

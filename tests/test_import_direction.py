@@ -15,9 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ludo_env", "policies", "launch", "benchmarks")
 LAYERS = ("engine", "envs", "agents", "training/evaluation", "commands", "benchmarks")
-# launch/ holds both the shared training pieces and the command scripts that use them.
-TRAINING_MODULES = ("launch", "launch.cli", "launch.schema", "launch.runs", "launch.loop", "launch.build",
-                    "launch.sampler", "launch.replay", "launch.dqn_learner", "launch.trainers", "launch.watchdog")
+# launch/'s folders name the boundary: launch/training/ is the training library, launch/ itself holds the commands
+# (and web/, which serve.py runs); the package and cli.py, the option parsing every command and trainer shares, sit
+# below the commands with the library.
+TRAINING_PACKAGE = "launch.training"
+SHARED = ("launch", "launch.cli")
 
 
 def module_name(path: Path) -> str:
@@ -37,8 +39,8 @@ def layer(module: str) -> int:
     if top == "policies":
         return LAYERS.index("agents")
     if top == "launch":
-        training = any(module == m or module.startswith(m + ".") for m in TRAINING_MODULES if m != "launch")
-        return LAYERS.index("training/evaluation" if training or module == "launch" else "commands")
+        training = module in SHARED or module == TRAINING_PACKAGE or module.startswith(TRAINING_PACKAGE + ".")
+        return LAYERS.index("training/evaluation" if training else "commands")
     return LAYERS.index("benchmarks")
 
 
@@ -71,10 +73,30 @@ GRAPH = {m: imports_of(m) for m in MODULES}
 
 
 def test_the_layers_cover_a_known_set_of_modules():
-    assert {"ludo_env.engine.kernels", "ludo_env.gym_env", "policies.players", "launch.runs", "launch.train",
+    assert {"ludo_env.engine.kernels", "ludo_env.gym_env", "policies.players", "launch.training.runs", "launch.train",
             "benchmarks.evaluate"} <= set(MODULES)
-    assert [layer(m) for m in ("ludo_env.rules", "ludo_env.gym_env", "policies.saved", "launch.trainers.ga",
+    assert [layer(m) for m in ("ludo_env.rules", "ludo_env.gym_env", "policies.saved", "launch.training.trainers.ga",
                                "launch.train", "benchmarks.engine")] == list(range(len(LAYERS)))
+
+
+def test_launch_top_level_holds_commands_only():
+    """Every module directly in launch/ but cli.py is a command a user runs (``python launch/<name>.py``)."""
+    not_commands = [p.name for p in sorted((ROOT / "launch").glob("*.py")) if module_name(p) not in SHARED
+                    and 'if __name__ == "__main__":' not in p.read_text()]
+    assert not not_commands, f"library modules at launch/'s top level (they belong in launch/training/): {not_commands}"
+
+
+def test_the_training_command_is_no_library():
+    """Benchmarks and tests take the trainers' pieces from `launch.training`, never from ``launch/train.py``."""
+    importers = []
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if "launch.train" in names:
+                importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not importers, f"imports of the launch/train.py command: {importers}"
 
 
 def test_no_module_imports_a_higher_layer():

@@ -111,7 +111,7 @@ def member_policy_folder(member: Member, db_folder: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class LeagueSettings:
-    """How a league behaves; `launch.schema.LeagueConfig` (conf/league) is an editable copy of these fields."""
+    """How a league behaves; `launch.training.schema.LeagueConfig` (conf/league) is an editable copy of these fields."""
 
     players: int
     """Seats per game (2-4): the size of every line-up."""

@@ -10,7 +10,7 @@ Module ids (one RLModule each, all built when the algorithm is built):
   checkpoint always holds the same set of modules;
 * ``bot_<name>``: the seed bots as fixed `policies.modules.BotRLModule`.
 
-Besides modules, the batched sampler (`launch.sampler`) seats the league's
+Besides modules, the batched sampler (`launch.training.sampler`) seats the league's
 *external* members, which are no RLModule (another run's PPO or DQN, a
 TD(lambda) value, a search player, a GA network, a ``py:`` bot), by their
 member name; they answer through `policies.players`.

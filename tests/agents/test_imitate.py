@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from launch.cli import UserError
-from launch.trainers import imitate
+from launch.training.trainers import imitate
 from ludo_env.engine import compile_rules
 from ludo_env.observations import encode
 from ludo_env.rules import Rules

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from launch import build
-from launch.schema import ALGO_SCHEMAS, RLLIB_ALGOS, check
+from launch.training import build
+from launch.training.schema import ALGO_SCHEMAS, RLLIB_ALGOS, check
 from policies.algorithms import REGISTRY, module_algorithm
 from policies.saved import REGISTRY as SAVED
 from tests.launch.configs import train_config

@@ -1,4 +1,5 @@
-"""A run's best policy (``<run>/best/``, `launch.loop.keep_best` and `settle_best`): chosen by the panel score of
+"""A run's best policy (``<run>/best/``, `launch.training.loop.keep_best` and `settle_best`): chosen by the panel
+score of
 its evaluations, settled by the final evaluation, written so that a kill at any moment leaves a complete one."""
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import shutil
 import pytest
 import torch
 
-from launch.loop import final_evaluation, keep_best, settle_best
-from launch.runs import SELECTION, RunDir, RunState, panel_score
-from launch.trainers.td_lambda import TDLambda
+from launch.training.loop import final_evaluation, keep_best, settle_best
+from launch.training.runs import SELECTION, RunDir, RunState, panel_score
+from launch.training.trainers.td_lambda import TDLambda
 from policies.checkpoints import POLICY_DIR, load_weights
 from policies.players import make_player
 from policies.td_lambda import make_value

@@ -13,7 +13,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from launch import build
+from launch.training import build
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]

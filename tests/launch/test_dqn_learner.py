@@ -1,4 +1,4 @@
-"""`launch.dqn_learner.AdvantageLearningDQNLearner`: RLlib's DQN loss on the advantage-learning target.
+"""`launch.training.dqn_learner.AdvantageLearningDQNLearner`: RLlib's DQN loss on the advantage-learning target.
 
 A real learner built from the smoke_dqn config, on real engine positions: its loss equals RLlib's own loss with each
 reward lowered by alpha times the target network's gap between the best legal token and the one taken, computed
@@ -12,8 +12,8 @@ from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
 from ray.rllib.algorithms.dqn.torch.dqn_torch_learner import DQNTorchLearner
 from ray.rllib.core.columns import Columns
 
-from launch import build
-from launch.dqn_learner import GAP_METRIC, AdvantageLearningDQNLearner
+from launch.training import build
+from launch.training.dqn_learner import GAP_METRIC, AdvantageLearningDQNLearner
 from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.observations import encode
 from policies.league.pool import MAIN

@@ -211,8 +211,8 @@ def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
     import json
     import pickle
 
-    from launch.build import main_model_config
-    from launch.runs import sign_checkpoint
+    from launch.training.build import main_model_config
+    from launch.training.runs import sign_checkpoint
     from ludo_env.core import ACTION_SPACE, observation_space
     from policies.checkpoints import write_policy
     from policies.modules import module_spec
@@ -227,14 +227,14 @@ def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
     (checkpoint / "algorithm" / "algorithm_state.pkl").write_bytes(pickle.dumps({"iteration": iteration}))
     (module / "module_state.pkl").write_bytes(pickle.dumps({"weights": list(range(100))}))
     (checkpoint / "run_state.json").write_text(json.dumps({"iteration": iteration}))
-    sign_checkpoint(checkpoint)  # as training signs each checkpoint it writes (launch.runs)
+    sign_checkpoint(checkpoint)  # as training signs each checkpoint it writes (launch.training.runs)
     return checkpoint
 
 
 @pytest.mark.parametrize("damage", ["module", "algorithm"])
 def test_resume_falls_back_past_damaged_rllib_state(tmp_path, capsys, damage):
-    from launch.runs import RunDir
-    from launch.train import find_resume_point
+    from launch.training.runs import RunDir
+    from launch.training.trainers.rllib import find_resume_point
 
     from tests.launch.configs import train_config
 
@@ -252,8 +252,8 @@ def test_resume_falls_back_past_damaged_rllib_state(tmp_path, capsys, damage):
 
 
 def test_a_resume_onto_another_encoder_is_refused_not_fallen_back_from(tmp_path):
-    from launch.runs import RunDir
-    from launch.train import find_resume_point
+    from launch.training.runs import RunDir
+    from launch.training.trainers.rllib import find_resume_point
     from tests.launch.configs import train_config
 
     fake_checkpoint(tmp_path, 1, train_config("+exp=smoke", "obs=afterstates", "network=token_set"))
@@ -318,7 +318,7 @@ def test_key_value_options_beside_specs_that_hold_an_equals_sign():
 
 
 def test_every_integer_setting_of_a_config_is_range_checked():
-    from launch.schema import check
+    from launch.training.schema import check
     from tests.launch.configs import train_config
 
     with pytest.raises(UserError, match=r"algo\.train_batch_size=99999999999999999999999 is not allowed"):
@@ -371,7 +371,7 @@ def test_play_leaves_out_a_member_whose_files_have_gone(tmp_path):
 def test_a_restart_stops_what_a_killed_driver_of_the_run_left_running(tmp_path):
     import json
 
-    from launch.runs import RAY_SESSION, RunDir, _proc_start, stop_leftovers
+    from launch.training.runs import RAY_SESSION, RunDir, _proc_start, stop_leftovers
 
     session = tmp_path / "ray" / "session_x"
     (session / "logs").mkdir(parents=True)
@@ -405,7 +405,7 @@ def test_a_restart_stops_what_a_killed_driver_of_the_run_left_running(tmp_path):
 @pytest.mark.slow  # two training starts with Ray: about 3 minutes on 2 busy cores
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
 def _is_watchdog_of(pid: int, driver: int) -> bool:
-    from launch.watchdog import MARKER
+    from launch.training.watchdog import MARKER
 
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -421,7 +421,7 @@ def test_resume_after_kill_9_of_the_driver_and_its_watchdog_stops_its_ray_agents
     import json
     import time
 
-    from launch.runs import RAY_SESSION, _holds_open, _processes
+    from launch.training.runs import RAY_SESSION, _holds_open, _processes
 
     run_dir = tmp_path / "run"
     args = ["+exp=smoke", "budget.iterations=3", "eval.final_games=0", "wandb.mode=offline"]
@@ -433,7 +433,7 @@ def test_resume_after_kill_9_of_the_driver_and_its_watchdog_stops_its_ray_agents
             assert driver.poll() is None and time.monotonic() < deadline
             time.sleep(0.5)
         session = json.loads((run_dir / RAY_SESSION).read_text())["session_dir"].rstrip("/") + "/"
-        # The watchdog (launch/watchdog.py) first, as an OOM killer might take it: the resume's own clean-up is
+        # The watchdog (launch/training/watchdog.py) first, as an OOM killer might take it: the resume's own clean-up is
         # the net under it. Then the driver alone, as `kill -9 <pid>` does; what it started is left to itself.
         watchdogs = [pid for pid, _ in _processes() if _is_watchdog_of(pid, driver.pid)]
         assert len(watchdogs) == 1, watchdogs

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import ray
 
-import launch.train as train
-from launch import build
-from launch.runs import RunState
+import launch.training.trainers.rllib as train
+from launch.training import build
+from launch.training.runs import RunState
 from policies.league.league import League
 from policies.league.pool import MAIN
 from policies.league.store import LeagueStore

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import ray
 
-from launch import build
+from launch.training import build
 from launch.cli import UserError, compose
 from tests.launch.configs import train_config
 

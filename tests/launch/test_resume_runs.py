@@ -1,7 +1,8 @@
 """``launch/train.py resume=`` (issue 29): it reads only pickles this user's runs signed, it writes into the folder
 it was pointed at, it refuses what would change main, and a damaged ``config.yaml`` is one line.
 
-One small PPO run is trained once (signed with a key of this test module's own, `launch.runs.KEY_ENV`); each test
+One small PPO run is trained once (signed with a key of this test module's own, `launch.training.runs.KEY_ENV`);
+each test
 resumes a copy of it, as a user resumes a run folder.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from launch.cli import UserError
-from launch.runs import KEY_ENV, SIGNATURE, CheckpointNotTrusted, RunDir, checkpoint_key, sign_checkpoint, \
+from launch.training.runs import KEY_ENV, SIGNATURE, CheckpointNotTrusted, RunDir, checkpoint_key, sign_checkpoint, \
     verify_checkpoint
 from policies.league.league import member_policy_folder
 from policies.league.store import LeagueStore
@@ -131,7 +132,7 @@ def test_a_run_folder_from_before_signatures_resumes_only_when_trusted_and_is_si
 
 def test_a_crafted_pickle_in_a_run_folder_is_never_read(copy_of, key, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, str(key))
-    from launch.train import find_resume_point
+    from launch.training.trainers.rllib import find_resume_point
 
     marker = tmp_path / "pwned"
 

@@ -1,4 +1,4 @@
-"""The batched sampler (`launch.sampler.BatchedLudoEnvRunner`): what it records replays through the engine,
+"""The batched sampler (`launch.training.sampler.BatchedLudoEnvRunner`): what it records replays through the engine,
 no illegal move reaches the engine, seats follow the matchmaker, and non-RLlib agents sit at seats."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from launch import build
-from launch.sampler import BatchedLudoEnvRunner
+from launch.training import build
+from launch.training.sampler import BatchedLudoEnvRunner
 from ludo_env.engine.kernels import apply_move, legal_mask
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, PLY, TOKENS
 from ludo_env.observations import encode
@@ -155,7 +155,7 @@ def test_another_runs_policy_sits_at_a_training_seat(tmp_path):
 
 
 class _League:
-    """What `launch.train.seat_externals` reads of a league: its active external members."""
+    """What `launch.training.trainers.rllib.seat_externals` reads of a league: its active external members."""
 
     def __init__(self, **specs):
         self.store = self
@@ -173,7 +173,7 @@ def test_an_agent_that_cannot_sit_is_refused_before_ray_starts(tmp_path, players
     import ray
 
     from launch.cli import UserError
-    from launch.train import seat_externals
+    from launch.training.trainers.rllib import seat_externals
     from tests.league.tiny_policy import write_tiny_policy
 
     if spec == "TINY":

@@ -1,7 +1,7 @@
 """Every PPO and DQN setting (and the sampler, budget, eval and run ints) has a range: a value outside it stops
 `launch/train.py` in one line that names the key, the value and what is allowed, before anything starts.
 
-Composed as the script composes (`launch.cli.compose`, then `launch.schema.check`); no Ray."""
+Composed as the script composes (`launch.cli.compose`, then `launch.training.schema.check`); no Ray."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.schema import ALGO_SCHEMAS, CheckedSettings
+from launch.training.schema import ALGO_SCHEMAS, RLLIB_ALGOS, CheckedSettings
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_a_setting_out_of_range_is_one_line_naming_key_value_and_range(exp, over
     assert f"is not allowed: {allowed}" in text, text
 
 
-@pytest.mark.parametrize("algo", ["ppo", "dqn", "ga", "td_lambda", "imitate"])
+@pytest.mark.parametrize("algo", list(ALGO_SCHEMAS))
 def test_every_numeric_and_named_setting_of_an_algorithm_has_a_range_or_choices(algo):
     schema = ALGO_SCHEMAS[algo]
     assert issubclass(schema, CheckedSettings)
@@ -95,7 +95,7 @@ def test_every_numeric_and_named_setting_of_an_algorithm_has_a_range_or_choices(
         args = set(typing.get_args(kind)) - {type(None)} or {kind}
         if args & {int, float} and f.name not in linked:
             assert f.name in schema.RANGES, f"{algo}: algo.{f.name} has no range"
-        elif args == {str} and algo in ("ppo", "dqn"):
+        elif args == {str} and algo in RLLIB_ALGOS:
             assert f.name in schema.CHOICES, f"{algo}: algo.{f.name} has no choices"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from launch import build
+from launch.training import build
 from launch.cli import UserError, compose
 from launch.wait_for_nodes import alive, wait
 from tests.launch.configs import train_config

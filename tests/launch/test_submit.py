@@ -177,7 +177,7 @@ def test_the_upload_leaves_out_runs_caches_and_large_files_as_ray_packs_it(tmp_p
 
     project = tmp_path / "project"
     # conf/wandb/ and a module named build.py are project files, although wandb/ and build/ are left out
-    kept = {"launch/train.py", "launch/build.py", "conf/config.yaml", "conf/wandb/offline.yaml",
+    kept = {"launch/train.py", "launch/training/build.py", "conf/config.yaml", "conf/wandb/offline.yaml",
             "benchmarks/results/curve.png"}
     for rel in [*kept, ".git/HEAD", "outputs/train/run/x.json", "policies/__pycache__/m.cpython-311.pyc",
                 "ludo_league.egg-info/PKG-INFO", "wandb/run/log", "build/lib/x.py"]:

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 import ray
 
-from launch import build
+from launch.training import build
 from launch.cli import UserError, compose
-from launch.runs import RunDir, RunState, keep_run_settings, merge_overrides
-from launch.schema import RLLIB_ALGOS
+from launch.training.runs import RunDir, RunState, keep_run_settings, merge_overrides
+from launch.training.schema import RLLIB_ALGOS
 from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
 from policies.modules import module_spec
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
-# The experiments RLlib trains; the others run their own loops (launch/trainers) and build no RLlib config.
+# The experiments RLlib trains; the others run their own loops (launch/training/trainers) and build no RLlib config.
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "exp").glob("*.yaml")
                      if compose("config", [f"+exp={p.stem}"]).algo.name in RLLIB_ALGOS)
 
@@ -41,7 +41,7 @@ def test_every_experiment_composes_and_builds_without_starting_ray(exp):
 
 @pytest.mark.parametrize("sampler, batch_mode, buffer_type", [
     # The batched sampler ships main's seats as single-agent chunks that continue across samples.
-    ("batched", "truncate_episodes", "launch.replay.MainEpisodeReplayBuffer"),
+    ("batched", "truncate_episodes", "launch.training.replay_buffer.MainEpisodeReplayBuffer"),
     # Per-game multi-agent episodes crash on fragments with turn-based agents.
     ("per_game", "complete_episodes", "MultiAgentPrioritizedEpisodeReplayBuffer"),
 ])
@@ -239,7 +239,7 @@ def test_a_resume_keeps_the_runs_settings_where_todays_defaults_differ(tmp_path)
 
 
 def test_a_resume_onto_another_encoder_or_network_is_one_line_naming_the_overrides(tmp_path):
-    from launch.train import check_same_network
+    from launch.training.trainers.rllib import check_same_network
     from policies.checkpoints import write_policy
 
     cfg = config("+exp=smoke")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.schema import ALGO_SCHEMAS, TrainConfig
+from launch.training.schema import ALGO_SCHEMAS, TrainConfig
 from ludo_env.rules import Rules
 from policies.tournament import play_tournament
 from tests.launch.configs import script_env, train_config

@@ -3,7 +3,7 @@
 Every loader that takes a path is handed a folder of crafted pickles (`tests.untrusted`: unpickled, they run
 ``touch <marker>``) as a user would give it on the command line. Each must refuse it in one line, and the
 marker must never appear. A module is built only from ``policy.json`` and ``weights.pt`` (``weights_only``); a
-resume reads only pickles this user's own runs signed (`launch.runs`).
+resume reads only pickles this user's own runs signed (`launch.training.runs`).
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def test_load_checkpoint_player_refuses_an_rllib_checkpoint_and_names_the_policy
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory) -> Path:
     """A real (untrained) PPO policy folder of the smoke run's main."""
-    from launch.build import main_model_config
+    from launch.training.build import main_model_config
     from ludo_env.core import ACTION_SPACE, observation_space
     from policies.checkpoints import write_policy
     from policies.modules import module_spec
@@ -176,7 +176,7 @@ def test_a_run_folders_ray_session_record_is_data_not_a_folder_whose_users_to_st
     import json
     import signal
 
-    from launch.runs import RAY_SESSION, RunDir, stop_leftovers
+    from launch.training.runs import RAY_SESSION, RunDir, stop_leftovers
 
     hold = "import sys, time; f = open(sys.argv[1], 'a'); print('ready', flush=True); time.sleep(120)"
     bystander = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / "mine.log")], stdout=subprocess.PIPE,

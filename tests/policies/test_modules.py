@@ -13,8 +13,9 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 
 from ludo_env.core import ACTION_SPACE, observation_space
-from policies.bots import Bot
 from tests.positions import mid_game_positions
+from policies.algorithms import REGISTRY as RLLIB_ALGORITHMS
+from policies.bots import Bot
 from policies.modules import (
     ACTION_MASK,
     OBSERVATIONS,
@@ -150,7 +151,7 @@ def save_policy(module, dest):
     return write_policy(dest, kind, dict(module.model_config), module.state_dict())
 
 
-@pytest.mark.parametrize("kind", ["ppo", "dqn"])
+@pytest.mark.parametrize("kind", list(RLLIB_ALGORITHMS))
 def test_checkpoint_player_plays_the_module_greedily_and_legally(kind, tmp_path):
     module = build(kind)
     player = load_checkpoint_player(save_policy(module, tmp_path / "module"))

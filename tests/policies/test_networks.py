@@ -11,6 +11,7 @@ from torch import nn
 
 from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.observations import ENCODERS, TOKEN_ENCODERS, encode, feature_names, obs_dim, token_layout
+from policies.algorithms import REGISTRY as RLLIB_ALGORITHMS
 from policies.modules import ACTION_MASK, OBSERVATIONS, module_spec
 from policies.networks import NETWORK_KINDS, NetworkConfig, NetworkConfigError
 from tests.positions import mid_game_positions
@@ -312,7 +313,7 @@ def test_presets_load_from_conf_network_and_work_as_a_structured_config():
         OmegaConf.to_object(OmegaConf.merge(schema, {"kind": "x"}))
 
 
-@pytest.mark.parametrize("kind", ["ppo", "dqn"])
+@pytest.mark.parametrize("kind", list(RLLIB_ALGORITHMS))
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_state_dict_round_trip_gives_identical_outputs(kind, preset):
     features, masks = engine_decisions(games=12)

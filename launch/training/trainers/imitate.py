@@ -31,10 +31,10 @@ policy folder (`policies.evolution.write_ann_policy`), so ``ckpt:<run>``
 plays it and ``algo.init=<run>`` seeds the GA; ``metrics.jsonl``;
 ``summary.json``; ``wandb/``. At the end the network plays
 ``eval.final_games`` games against ``players - 1`` copies of each
-``eval.panel`` bot, reported as `launch.trainers.ga` does. A run takes
+``eval.panel`` bot, reported as `launch.training.trainers.ga` does. A run takes
 seconds and is not resumed: the same seed trains the same network again;
 Ctrl-C or SIGTERM writes the network as trained so far as the policy.
-`launch.loop` runs the epochs; this module supplies the imitation's parts.
+`launch.training.loop` runs the epochs; this module supplies the imitation's parts.
 """
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from launch import build
+from launch.training import build
 from launch.cli import UserError, one_line
-from launch.loop import Report, Trainer, run
-from launch.runs import RunState
-from launch.schema import TrainConfig
+from launch.training.loop import Report, Trainer, run
+from launch.training.runs import RunState
+from launch.training.schema import TrainConfig
 from ludo_env.engine.layout import compile_rules
 from ludo_env.observations import encode
 from ludo_env.rules import Rules

@@ -1,13 +1,13 @@
-"""The run loop every trainer shares: ``launch/train.py`` and ``launch.trainers.*`` hand a `Trainer` to `run`.
+"""The run loop every trainer shares: ``launch/train.py`` and ``launch.training.trainers.*`` hand a `Trainer` to `run`.
 
 The loop owns the run's lifecycle, written once:
 
-1. the run folder (`launch.runs.RunDir`): the trainer opens it (fresh or
+1. the run folder (`launch.training.runs.RunDir`): the trainer opens it (fresh or
    resumed, `Trainer.open`), a fresh start saves its overrides;
-2. the trainer's start (`Trainer.start`), wandb (`launch.runs.WandbLogger`)
+2. the trainer's start (`Trainer.start`), wandb (`launch.training.runs.WandbLogger`)
    and the ``run folder:`` line;
 3. the steps: until the budget is spent (`Trainer.budget_spent`, by default
-   `launch.runs.budget_spent`: env steps, iterations, minutes over every
+   `launch.training.runs.budget_spent`: env steps, iterations, minutes over every
    start), ``advance`` then ``report``; each report is a row in
    ``metrics.jsonl`` and wandb and a progress line; a save every
    ``save_every`` steps and when the budget is spent;
@@ -18,7 +18,7 @@ The loop owns the run's lifecycle, written once:
    ``summary.json``, with the commands that replay the final evaluation);
 6. the best policy, for a trainer that can write its policy at any step
    (`Trainer.policy_writer`): after each evaluation during training whose
-   `launch.runs.panel_score` beats the run's best so far, the policy as
+   `launch.training.runs.panel_score` beats the run's best so far, the policy as
    trained then becomes ``<run>/best/`` (`keep_best`); at the end the last
    and the best-evaluated policy both play the final evaluation, and the
    higher score is the run's best (`settle_best`). Late iterates of DQN swing
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 
-from launch import build
+from launch.training import build
 from launch.cli import UserError
-from launch.runs import (
+from launch.training.runs import (
     SCORE_BY,
     SELECTION,
     SUMMARY,
@@ -60,7 +60,7 @@ from policies.league.evaluation import evaluate_command, evaluate_panel
 from policies.players import PlayerError, make_player
 
 if TYPE_CHECKING:
-    from launch.schema import TrainConfig
+    from launch.training.schema import TrainConfig
 
 
 @dataclass
@@ -141,7 +141,8 @@ class Trainer(abc.ABC):
 
 def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
     """Run `trainer` from its run folder to its summary (module docstring); `notes` (a resume's kept settings,
-    `launch.runs.keep_run_settings`) are printed once the run has opened, so a refused resume stays one line."""
+    `launch.training.runs.keep_run_settings`) are printed once the run has opened, so a refused resume stays one
+    line."""
     cfg, run_dir = trainer.cfg, trainer.run
     state, saved = trainer.open(bool(cfg.resume))
     for note in notes:

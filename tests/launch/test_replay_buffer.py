@@ -1,4 +1,5 @@
-"""DQN's replay of main's chunks (`launch.replay.MainEpisodeReplayBuffer`): n-step returns, ends, priorities."""
+"""DQN's replay of main's chunks (`launch.training.replay_buffer.MainEpisodeReplayBuffer`): n-step returns, ends,
+priorities."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 
-from launch.replay import MainEpisodeReplayBuffer
+from launch.training.replay_buffer import MainEpisodeReplayBuffer
 from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN
 
@@ -85,8 +86,8 @@ def test_column_replay_gives_the_learner_the_batch_its_connectors_make_of_the_ep
     import tree
     from ray.rllib.core.learner.training_data import TrainingData
 
-    from launch import build
-    from launch.replay import ColumnReplayDQN
+    from launch.training import build
+    from launch.training.replay_buffer import ColumnReplayDQN
     from tests.launch.configs import train_config
 
     cfg = train_config("+exp=smoke_dqn", "resources.env_runners=0",

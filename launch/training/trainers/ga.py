@@ -16,7 +16,7 @@ so far written as the policy, the next population bred; 4 the selection
 becomes the policy; 5 it plays ``eval.final_games`` games against
 ``players - 1`` copies of each ``eval.panel`` bot in the evaluator, and a
 summary gives win rates with Wilson 95% intervals and the commands that
-reproduce them. `launch.loop` runs these steps (and saves the population on
+reproduce them. `launch.training.loop` runs these steps (and saves the population on
 Ctrl-C or SIGTERM); this module supplies the GA's parts. The GA itself
 (operators, fitness, seeds) is specified in `policies.evolution`.
 
@@ -62,11 +62,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from launch import watchdog
+from launch.training import watchdog
 from launch.cli import UserError, one_line
-from launch.loop import Report, Trainer, run
-from launch.runs import RunState
-from launch.schema import TrainConfig
+from launch.training.loop import Report, Trainer, run
+from launch.training.runs import RunState
+from launch.training.schema import TrainConfig
 from policies.checkpoints import POLICY_DIR, PolicyFileError
 from policies.evolution import (
     HIDDEN,

@@ -22,7 +22,7 @@ What the learner gets
 
 Seats
   Every game's seats come from ``config.policy_mapping_fn`` (a `policies.league.pool.Matchmaker`):
-  its ``matchup(key)`` for a per-runner game key. `launch.train.install_matchmaker` replaces it on
+  its ``matchup(key)`` for a per-runner game key. `launch.training.trainers.rllib.install_matchmaker` replaces it on
   every runner, and a game started after that draws from the new one. Agents at seats: ``main``,
   the modules of the runner's `MultiRLModule` (snapshot slots, `BotRLModule` bots, whose numba bot
   is called directly), and the league's external members, which are no RLModule (other runs'
@@ -30,7 +30,7 @@ Seats
   ``seat_players`` (member name -> player spec) are built here as `policies.players` players.
   One that raises (a ``py:`` bot's bug, an illegal answer) fails alone: the random bot takes its seats on
   this runner from that move on, and `take_failures` hands its name and what it raised to the driver,
-  which drops it from the league (`launch.train.LeagueSelfPlay.drop_failed`) and installs a matchmaker
+  which drops it from the league (`launch.training.trainers.rllib.LeagueSelfPlay.drop_failed`) and installs a matchmaker
   without it. Training goes on.
 
 Measured choices (2 cores, ``benchmarks/train_throughput.py``; figures in its docstring and in
@@ -83,7 +83,7 @@ from policies.modules import ACTION_MASK, OBSERVATIONS, STATE, BotRLModule, infe
 from policies.players import BotPlayer, make_player
 
 DEFAULT_GAMES = 256
-"""Games per EnvRunner when the env config names none (`launch.schema.SamplerConfig.games` does)."""
+"""Games per EnvRunner when the env config names none (`launch.training.schema.SamplerConfig.games` does)."""
 
 NO_RECORD = -1
 

@@ -24,10 +24,10 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
-from launch.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
-from launch.replay import ColumnReplayDQN
-from launch.sampler import BatchedLudoEnvRunner
-from launch.schema import TrainConfig, parse_gpus
+from launch.training.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
+from launch.training.replay_buffer import ColumnReplayDQN
+from launch.training.sampler import BatchedLudoEnvRunner
+from launch.training.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
@@ -213,7 +213,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
     """The complete RLlib config of a training run; building it starts nothing.
 
     `externals` (league member name -> player spec) are the league members that are no RLModule; the batched
-    sampler seats them when the matchmaker draws their name (`launch.sampler`)."""
+    sampler seats them when the matchmaker draws their name (`launch.training.sampler`)."""
     pool = pool or make_pool(cfg)
     matchmaker = matchmaker or first_matchmaker(cfg, pool)
     algo = cfg.algo
@@ -294,7 +294,7 @@ def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None
         config.env_runners(batch_mode="truncate_episodes",
                            rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
         # Its updates take the replay's numpy columns as they are, not episodes through the learner
-        # connectors, which cost four times the update itself (launch/replay.py).
+        # connectors, which cost four times the update itself (launch/training/replay_buffer.py).
         config.algo_class = ColumnReplayDQN
     else:
         # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
@@ -376,7 +376,7 @@ def rllib_training(name: str) -> RLlibTraining:
 
 
 # By import path: RLlib recognises episode buffers by "EpisodeReplayBuffer" in the type's string.
-MAIN_BUFFER = "launch.replay.MainEpisodeReplayBuffer"
+MAIN_BUFFER = "launch.training.replay_buffer.MainEpisodeReplayBuffer"
 
 
 def replay_buffer_config(cfg: TrainConfig, multi_agent: bool = True) -> dict[str, Any]:

@@ -12,7 +12,7 @@ transition ``(o_t, a_t, sum_k gamma^k r_(t+k), o_(t+n'), terminated)`` with ``n'
 left in the chunk)``, drawn with probability ``p_t^alpha / sum p^alpha``, importance weight
 ``(N P(t))^-beta / max_t (N P(t))^-beta``; new rows get the highest priority seen, and
 `update_priorities` sets ``p = |td error|`` for the last batch. ``alpha=0`` is uniform replay. A
-transition's n-step window stays inside the chunk it arrived in (`launch.sampler` ships chunks of
+transition's n-step window stays inside the chunk it arrived in (`launch.training.sampler` ships chunks of
 about ``sampler.games``-th of an iteration's steps per game and seat); at a chunk's end it bootstraps
 from the chunk's last observation, which is the true next observation of that seat.
 
@@ -247,7 +247,8 @@ class ColumnReplayDQN(DQN):
     Each step: sample from the EnvRunners into the buffer (`calculate_rr_weights` times, as RLlib does),
     then, once ``num_steps_sampled_before_learning_starts`` env steps are in, that many updates on drawn
     batches, each followed by its priorities, then the new weights to the EnvRunners. Timers and metrics
-    keep RLlib's keys, so `launch.train` and the benchmark read them unchanged. Another buffer falls back
+    keep RLlib's keys, so `launch.training.trainers.rllib` and the benchmark read them unchanged. Another buffer falls
+    back
     to RLlib's own step.
     """
 

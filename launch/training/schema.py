@@ -19,8 +19,8 @@ obs         `ObsConfig`                       egocentric, seed000_raw62, seed000
 reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        `PPOSettings` / `DQNSettings`     ppo, dqn
-            `GASettings`, `ImitateSettings`   ga, imitate (seed 001; launch/trainers)
-            `TDLambdaSettings`                td_lambda (seed 004; launch/trainers)
+            `GASettings`, `ImitateSettings`   ga, imitate (seed 001; launch/training/trainers)
+            `TDLambdaSettings`                td_lambda (seed 004; launch/training/trainers)
 league      `LeagueConfig`                    pfsp, uniform
 resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
 from ludo_env.rewards import RewardConfig
@@ -48,6 +48,9 @@ from ludo_env.rules import Rules
 from policies.league.league import LeagueSettings
 from policies.algorithms import REGISTRY as RLLIB_REGISTRY
 from policies.networks import NetworkConfig
+
+# conf/config.yaml's run folder: ``${first_set:${resume},outputs/train/...}`` (a resume writes into its run).
+OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
 
 
 def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = ()) -> type:
@@ -172,8 +175,10 @@ class CheckedSettings:
 
 
 @dataclass
-class PPOSettings(CheckedSettings):
-    name: str = "ppo"
+class RLlibSettings(CheckedSettings):
+    """What the settings of every RLlib algorithm have; each algorithm's class gives its own defaults."""
+
+    name: str = ""
     """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 1e-3
     """Adam learning rate."""
@@ -182,10 +187,22 @@ class PPOSettings(CheckedSettings):
     schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
     gamma: float = 0.99
     """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
+    train_batch_size: int = 8192
+    """Per learner update, per learner: env steps (PPO) or transitions drawn from the replay buffer (DQN)."""
+    grad_clip: float | None = 0.5
+    """Global gradient-norm clip; None: off."""
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
+    }
+
+
+@dataclass
+class PPOSettings(RLlibSettings):
+    name: str = "ppo"
     gae_lambda: float = 0.95
     """GAE lambda."""
-    train_batch_size: int = 8192
-    """Env steps per learner update, per learner."""
     minibatch_size: int = 512
     """SGD minibatch."""
     num_epochs: int = 6
@@ -200,17 +217,13 @@ class PPOSettings(CheckedSettings):
     """Entropy bonus."""
     kl_coeff: float = 0.0
     """KL penalty (0: clip only)."""
-    grad_clip: float | None = 0.5
-    """Global gradient-norm clip; None: off."""
     vf_share_layers: bool = False
     """One trunk for policy and value."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "gae_lambda": SHARE,
-        "train_batch_size": AT_LEAST_ONE,
+        **RLlibSettings.RANGES, "gae_lambda": SHARE,
         "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": Range(0, 10, low_open=True),
-        "vf_loss_coeff": COEFFICIENT, "vf_clip_param": CLIP, "entropy_coeff": COEFFICIENT,
-        "kl_coeff": COEFFICIENT, "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
+        "vf_loss_coeff": COEFFICIENT, "vf_clip_param": CLIP, "entropy_coeff": COEFFICIENT, "kl_coeff": COEFFICIENT,
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ppo",)}
 
@@ -222,18 +235,11 @@ class PPOSettings(CheckedSettings):
 
 
 @dataclass
-class DQNSettings(CheckedSettings):
+class DQNSettings(RLlibSettings):
     name: str = "dqn"
-    """Algorithm; fixed by the file chosen in conf/algo."""
     lr: float = 5e-4
-    """Adam learning rate."""
-    lr_end: float | None = None
-    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
-    schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
-    gamma: float = 0.99
-    """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
     train_batch_size: int = 256
-    """Transitions per learner update, per learner."""
+    grad_clip: float | None = 10.0
     double_q: bool = True
     """Double Q-learning targets (seed 000)."""
     dueling: bool = True
@@ -252,7 +258,7 @@ class DQNSettings(CheckedSettings):
     n_step: int = 3
     """n-step returns."""
     advantage_learning: float = 0.97
-    """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/dqn_learner.py): the target of
+    """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/training/dqn_learner.py): the target of
     Q(s, a) loses alpha * (max_b Q'(s, b) - Q'(s, a)), which widens the gaps between actions by 1 / (1 - alpha)
     and keeps the greedy policy; 0: RLlib's own loss. Classic runs' last policies against 3 random and
     3 hybrid: at 0.97 (four runs), 81.8-84.2% and 43.8-44.9%; at 0.9 (four), 82.5-84.1% and 43.2-44.8%;
@@ -287,8 +293,6 @@ class DQNSettings(CheckedSettings):
     mean game length in env steps (classic, 4 players: about 200-230) or training_intensity is off by that ratio."""
     td_error_loss: str = "huber"
     """huber or mse."""
-    grad_clip: float | None = 10.0
-    """Global gradient-norm clip; None: off."""
     store_buffer_in_checkpoints: bool = False
     """Save the replay buffer with each checkpoint (large); off: a resumed run refills it."""
     steps_per_iteration: int = 16384
@@ -296,7 +300,7 @@ class DQNSettings(CheckedSettings):
     so eval.every, league.snapshot_every and checkpoint.every (counted in iterations) mean the same for both."""
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
+        **RLlibSettings.RANGES,
         "n_step": AT_LEAST_ONE, "num_atoms": Range(1, MAX_ATOMS), "v_min": Range(-LARGEST, LARGEST),
         "v_max": Range(-LARGEST, LARGEST),
         "advantage_learning": Range(0, 1, high_open=True),
@@ -304,8 +308,7 @@ class DQNSettings(CheckedSettings):
         "buffer_capacity": AT_LEAST_ONE, "prioritized_alpha": Range(0, 10), "prioritized_beta": SHARE,
         "epsilon_start": SHARE, "epsilon_end": SHARE, "epsilon_steps": AT_LEAST_ONE,
         "learning_starts": NON_NEGATIVE, "training_intensity": Range(0, 10_000, low_open=True, null_ok=True),
-        "rollout_fragment_length": AT_LEAST_ONE, "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
-        "steps_per_iteration": AT_LEAST_ONE,
+        "rollout_fragment_length": AT_LEAST_ONE, "steps_per_iteration": AT_LEAST_ONE,
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "name": ("dqn",), "replay": ("prioritized", "uniform"), "td_error_loss": ("huber", "mse"),
@@ -322,7 +325,8 @@ class DQNSettings(CheckedSettings):
 
 @dataclass
 class GASettings(CheckedSettings):
-    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py, launch/trainers/ga.py)."""
+    """Seed 001's genetic algorithm over the 60-6-4 sigmoid network (policies/evolution.py,
+    launch/training/trainers/ga.py)."""
 
     name: str = "ga"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -380,7 +384,8 @@ class GASettings(CheckedSettings):
 
 @dataclass
 class ImitateSettings(CheckedSettings):
-    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records (launch/trainers/imitate.py)."""
+    """Supervised learning of seed 001's 60-6-4 sigmoid network from game records
+    (launch/training/trainers/imitate.py)."""
 
     name: str = "imitate"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -420,7 +425,7 @@ class ImitateSettings(CheckedSettings):
 @dataclass
 class TDLambdaSettings(CheckedSettings):
     """Seed 004's TD(lambda) afterstate value, learned by batched self-play (policies/td_lambda.py,
-    launch/trainers/td_lambda.py)."""
+    launch/training/trainers/td_lambda.py)."""
 
     name: str = "td_lambda"
     """Algorithm; fixed by the file chosen in conf/algo."""
@@ -462,7 +467,7 @@ class TDLambdaSettings(CheckedSettings):
 
 
 RLLIB_ALGOS = tuple(RLLIB_REGISTRY)
-"""Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/trainers/<name>.py``."""
+"""Algorithms RLlib trains; every other `algo.name` runs its own loop, ``launch/training/trainers/<name>.py``."""
 ALGO_SCHEMAS: dict[str, type] = {"ppo": PPOSettings, "dqn": DQNSettings, "ga": GASettings,
                                  "imitate": ImitateSettings, "td_lambda": TDLambdaSettings}
 
@@ -492,7 +497,7 @@ class ResourcesConfig:
 
 
 SAMPLERS = ("batched", "per_game")
-"""How EnvRunners play: `launch.sampler.BatchedLudoEnvRunner` over a batch of numba games, or RLlib's
+"""How EnvRunners play: `launch.training.sampler.BatchedLudoEnvRunner` over a batch of numba games, or RLlib's
 `MultiAgentEnvRunner` stepping ``resources.envs_per_runner`` one-game `LudoMultiAgentEnv` copies."""
 
 
@@ -568,7 +573,8 @@ class TrainConfig:
     reward: RewardSchema = field(default_factory=RewardSchema)  # type: ignore[valid-type]
     network: NetworkSchema = field(default_factory=NetworkSchema)  # type: ignore[valid-type]
     algo: Any = MISSING
-    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/trainers (GASettings, ...)."""
+    """PPOSettings or DQNSettings (conf/algo); or the settings of a loop in launch/training/trainers (GASettings,
+    ...)."""
     league: LeagueConfig = field(default_factory=LeagueConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
@@ -588,7 +594,7 @@ class TrainConfig:
     """A run folder to continue from its last good checkpoint."""
     resume_trust_unsigned: bool = False
     """Resume from a checkpoint this user's key did not sign (a run from before checkpoints were signed), and sign
-    it: only for a run folder you wrote yourself (launch.runs, signed checkpoints)."""
+    it: only for a run folder you wrote yourself (launch.training.runs, signed checkpoints)."""
     run_dir: str = MISSING
     """Where checkpoints, wandb and the summary go (the Hydra output folder)."""
     progress: bool = True

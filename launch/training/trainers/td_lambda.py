@@ -15,17 +15,17 @@ iterations the greedy player meets ``players - 1`` copies of each ``eval.panel``
 entry in the evaluator (Wilson 95% intervals); every ``checkpoint.every``
 iterations, at the end and on Ctrl-C or SIGTERM an atomic checkpoint; 4 the
 final evaluation (``eval.final_games``) of the saved policy and a summary with
-the commands that reproduce it. `launch.loop` runs these steps; this module
+the commands that reproduce it. `launch.training.loop` runs these steps; this module
 supplies the TD(λ) parts.
 
-Run folder (``cfg.run_dir``, `launch.runs`)::
+Run folder (``cfg.run_dir``, `launch.training.runs`)::
 
     overrides.txt             the first start's overrides (a resume reuses them)
     checkpoints/iter_000010/  policy/ (a td_value policy folder: ckpt:<run> plays the newest greedily,
                               search:<run> searches on it), learner.json (the exploration generator's
                               state, games started), run_state.json (iteration, env steps, minutes,
                               evaluations, wandb id)
-    best/                     the best-evaluated value (policy/, selection.json; `launch.loop.keep_best`)
+    best/                     the best-evaluated value (policy/, selection.json; `launch.training.loop.keep_best`)
     metrics.jsonl             one row per iteration
     summary.json              the final evaluations (last and best) and the reproduce commands
     wandb/                    the same rows (offline unless told otherwise)
@@ -47,11 +47,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from launch import build
+from launch.training import build
 from launch.cli import UserError
-from launch.loop import Report, Trainer, checkpoint_summary, eval_columns, run, step_columns
-from launch.runs import RunDir, RunState, write_json
-from launch.schema import TrainConfig
+from launch.training.loop import Report, Trainer, checkpoint_summary, eval_columns, run, step_columns
+from launch.training.runs import RunDir, RunState, write_json
+from launch.training.schema import TrainConfig
 from ludo_env.afterstate_features import feature_count
 from ludo_env.engine.layout import compile_rules
 from policies.checkpoints import POLICY_DIR, write_policy

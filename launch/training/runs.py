@@ -61,7 +61,7 @@ from launch.cli import CONF_DIR, UserError, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 if TYPE_CHECKING:
-    from launch.schema import TrainConfig
+    from launch.training.schema import TrainConfig
 
 RUN_STATE = "run_state.json"
 ALGORITHM_DIR = "algorithm"
@@ -542,6 +542,13 @@ def leaves(node: Any, prefix: str = "", sep: str = ".") -> dict[str, Any]:
     return found
 
 
+def typed_today(resume: str, overrides: list[str]) -> list[str]:
+    """The overrides of a resume's command line that were not the run's own at its first start (`resume_argv`
+    merges those in): what the user typed today."""
+    saved = set(RunDir(resume).saved_overrides() or ())
+    return [o for o in overrides if o not in saved]
+
+
 def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[str],
                       typed: Sequence[str] = ()) -> list[str]:
     """On a resume, give back the run's own value of every setting whose default changed since its first start.
@@ -551,7 +558,8 @@ def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[st
     line's) names it or a section above it; an override of the first start that picks a config group's file
     (``algo=dqn``, ``+exp=...``) names no value, so the file's changed defaults are given back too, but one
     `typed` on today's command line and not at the first start (``network=token_set``) names its whole section,
-    which then follows today (a resume refuses what changes main's network: `launch.train.check_same_network`).
+    which then follows today (a resume refuses what changes main's network:
+    `launch.training.trainers.rllib.check_same_network`).
     `MACHINE_SECTIONS` always follow today. Returns the notes to print:
     the settings given back, those added since (today's default: the run never had them) and those gone.
     """

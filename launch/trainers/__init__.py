@@ -1,9 +1,0 @@
-"""Training loops that are not RLlib's: ``launch/train.py`` runs ``launch.trainers.<algo.name>.train(cfg)``.
-
-Each module's ``train(cfg: launch.schema.TrainConfig)`` checks what is its own
-and hands a `launch.loop.Trainer` (its state on disk, its step, its summary) to
-`launch.loop.run`, which owns the run folder (``cfg.run_dir``, resumed when
-``cfg.resume`` is set), the budget, saves on Ctrl-C and SIGTERM, the logs and the
-final evaluation. Each writes its agent as a policy folder
-(`policies.checkpoints.write_policy`) that ``ckpt:<path>`` plays.
-"""
