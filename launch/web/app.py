@@ -396,6 +396,7 @@ def main_policy(run: Path) -> tuple[Path, str] | None:
     """The run's current main as a policy folder, and which it is: the newest checkpoint's policy (as
     `policies.checkpoints.find_policy` of the run folder takes it, the newest whose files are there), else
     best/'s; None when the run has neither yet (a league database outside a run folder has neither)."""
+    from launch.training.runs import BEST_DIR
     from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR, POLICY_JSON, WEIGHTS
 
     def whole(policy: Path) -> bool:
@@ -408,7 +409,7 @@ def main_policy(run: Path) -> tuple[Path, str] | None:
     for checkpoint in checkpoints:
         if whole(checkpoint / POLICY_DIR):
             return checkpoint / POLICY_DIR, checkpoint.name
-    best = run / "best" / POLICY_DIR  # launch.runs.BEST_DIR: the run's best-evaluated policy
+    best = run / BEST_DIR / POLICY_DIR  # the run's best-evaluated policy
     return (best, "best") if whole(best) else None
 
 
