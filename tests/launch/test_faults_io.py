@@ -417,6 +417,7 @@ def _is_watchdog_of(pid: int, driver: int) -> bool:
     return parent == driver and any(arg.startswith(MARKER.encode() + b"=") for arg in argv)
 
 
+@pytest.mark.slow  # 45 s; the watchdog alone is tested in CI (tests/launch/test_training_faults_ray.py)
 def test_resume_after_kill_9_of_the_driver_and_its_watchdog_stops_its_ray_agents(tmp_path):
     import json
     import time

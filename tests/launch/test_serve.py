@@ -30,9 +30,12 @@ def client(tmp_path):
     return TestClient(create_app(Site(tmp_path / "records", [])))
 
 
-def play_out(client, view, choose=lambda v: v["legal"][0]["token"]) -> dict:
-    """Play a game to its end through the API: the person's moves from `choose`."""
-    while not view["over"]:
+def play_out(client, view, choose=lambda v: v["legal"][0]["token"], actions: int | None = None) -> dict:
+    """Play a game through the API to its end, or for `actions` rolls, moves and opponent turns: the person's
+    moves from `choose`."""
+    taken = 0
+    while not view["over"] and (actions is None or taken < actions):
+        taken += 1
         game = view["id"]
         if view["turn"] == "opponent":
             answer = client.post(f"/api/games/{game}/step")

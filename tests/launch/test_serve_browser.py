@@ -166,6 +166,7 @@ def console_errors(driver) -> list:
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "status of 4" not in e["message"]]
 
 
+@pytest.mark.slow  # 60 s; CI plays whole games in test_serve_layout_browser.py and test_serve_follow_browser.py
 def test_a_whole_game_against_three_bots_by_clicks_is_recorded_move_for_move(browsers, server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -221,6 +222,7 @@ def test_clicks_out_of_turn_and_on_other_tokens_are_refused_with_the_reason_show
     assert console_errors(driver) == []
 
 
+@pytest.mark.slow  # 32 s; two windows of one game are followed in CI (test_serve_persist.py)
 def test_two_browser_sessions_play_two_games_at_once(browsers, server):
     url, records = server
     first, second = browsers(), browsers()

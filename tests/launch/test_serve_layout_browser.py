@@ -150,7 +150,8 @@ def test_the_setup_page_shows_no_empty_board(driver, league_server):
     assert {"league:main", "league:main@1", "league:random", "league:hybrid"} <= set(ids)
 
 
-@pytest.mark.parametrize("opponent", ["league:main@1", "league:main"])
+@pytest.mark.parametrize("opponent", ["league:main@1",
+                                      pytest.param("league:main", marks=pytest.mark.slow)])  # CI: one whole game per size
 def test_a_learned_league_member_plays_a_whole_game_and_the_page_fits(driver, league_server, tmp_path, opponent):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By

@@ -17,6 +17,7 @@ from launch.web.app import Site, create_app
 from policies.league.league import League, LeagueSettings
 from policies.league.store import LeagueStore
 from policies.records import read_records
+from tests.launch.test_serve import play_out
 from tests.league.tiny_policy import write_tiny_policy
 
 PLAYERS, VARIANT = 2, "quick"
@@ -51,16 +52,6 @@ def run(tmp_path_factory) -> Path:
 
 def league_client(run: Path, records: Path) -> TestClient:
     return TestClient(create_app(Site(records, [], league=Board(str(run), None))))
-
-
-def play_out(client, view) -> dict:
-    while not view["over"]:
-        action = {"opponent": "step", "roll": "roll", "move": "move"}[view["turn"]]
-        body = {"token": view["legal"][0]["token"]} if action == "move" else None
-        answer = client.post(f"/api/games/{view['id']}/{action}", json=body)
-        assert answer.status_code == 200, answer.text
-        view = answer.json()
-    return view
 
 
 def test_the_snapshot_is_stored_relative_to_the_run_folder(run):

@@ -15,19 +15,6 @@ PLAYER = "tab-token-0123"
 QUICK = {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"], "player": PLAYER}
 
 
-def advance(client, view, actions: int) -> dict:
-    """`actions` rolls, moves and opponent turns of a game, the person moving their first legal token."""
-    for _ in range(actions):
-        if view["over"]:
-            break
-        path = {"opponent": "step", "roll": "roll", "move": "move"}[view["turn"]]
-        body = {"token": view["legal"][0]["token"]} if path == "move" else None
-        answer = client.post(f"/api/games/{view['id']}/{path}", json=body)
-        assert answer.status_code == 200, answer.text
-        view = answer.json()
-    return view
-
-
 def position(view) -> tuple:
     return (view["version"], view["turn"], view["current"], view["die"], view["log"],
             [[t["progress"] for t in row] for row in view["tokens"]])
@@ -36,8 +23,8 @@ def position(view) -> tuple:
 def test_an_unfinished_game_survives_a_server_restart(tmp_path):
     records = tmp_path / "records"
     first = TestClient(create_app(Site(records, [])))
-    view = advance(first, first.post("/api/games", json={**QUICK, "players": 4, "opponents": ["bot:random"] * 3}
-                                     ).json(), 60)
+    view = play_out(first, first.post("/api/games", json={**QUICK, "players": 4, "opponents": ["bot:random"] * 3}
+                                     ).json(), actions=60)
     assert not view["over"] and view["version"] > 20
     other = first.post("/api/games", json={**QUICK, "player": "someone-else-99"}).json()
 
@@ -62,7 +49,7 @@ def test_an_unfinished_game_survives_a_server_restart(tmp_path):
 def test_an_opponent_gone_after_the_restart_is_played_by_random_with_a_notice(tmp_path):
     records = tmp_path / "records"
     first = TestClient(create_app(Site(records, [])))
-    view = advance(first, first.post("/api/games", json=QUICK).json(), 10)
+    view = play_out(first, first.post("/api/games", json=QUICK).json(), actions=10)
     with sqlite3.connect(records / "games.db") as db:  # as if the server now ran without that agent
         db.execute("UPDATE games SET opponents = ?", ('{"1": "agent:3"}',))
     second = TestClient(create_app(Site(records, [])))
@@ -79,18 +66,18 @@ def test_two_tabs_stay_in_sync(tmp_path):
     one, two = TestClient(app), TestClient(app)
     view = one.post("/api/games", json={**QUICK, "seat": 1}).json()
     stale = two.get(f"/api/games/{view['id']}").json()
-    view = advance(one, view, 1)  # the opponent's turn, played from the first tab
+    view = play_out(one, view, actions=1)  # the opponent's turn, played from the first tab
     # The second tab's poll sees a newer version, and its view is the first tab's
     polled = two.get(f"/api/games/{view['id']}/version").json()
     assert polled == {"version": view["version"], "turn": view["turn"]} and polled["version"] > stale["version"]
     assert two.get(f"/api/games/{view['id']}").json() == view
     # A request from a stale tab is refused (409), and the view it then fetches is current
     while view["turn"] != "move":
-        view = advance(one, view, 1)
+        view = play_out(one, view, actions=1)
     refused = two.post(f"/api/games/{view['id']}/roll")
     assert refused.status_code == 409
     assert two.get(f"/api/games/{view['id']}").json() == view
-    view = advance(two, view, 1)  # played on from the second tab; the first follows
+    view = play_out(two, view, actions=1)  # played on from the second tab; the first follows
     assert one.get(f"/api/games/{view['id']}/version").json()["version"] == view["version"]
 
 
