@@ -89,7 +89,7 @@ from launch.cli import UserError, fail, options_only, parse_port
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_RECORDS = "outputs/serve/records"
-DEFAULT_MOVE_SECONDS = 10  # launch.web.app.DEFAULT_MOVE_SECONDS, kept here so that --help imports no web stack
+DEFAULT_MOVE_SECONDS = 10  # launch.web.site.DEFAULT_MOVE_SECONDS, kept here so that --help imports no web stack
 STOP_SECONDS = 3  # for requests in flight after Ctrl-C; a move stuck in an agent is not waited for
 OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "move_seconds": str(DEFAULT_MOVE_SECONDS),
            "host": HOST, "port": str(DEFAULT_PORT)}
@@ -137,7 +137,7 @@ def parse_seconds(value: str) -> float | None:
 def build_site(args: dict[str, Any]):
     """The site's opponents, records folder and league, every one checked now."""
     from launch.leaderboard import Board
-    from launch.web.app import Site
+    from launch.web.site import Site
     from policies.players import PlayerSpecError, bot_names
 
     # Loading a ckpt: agent, RLlib warns that its own catalog code uses a constructor it deprecates.

@@ -7,9 +7,9 @@
 
 The command composes the config (``conf/config.yaml``, schema `launch.training.schema.TrainConfig`; a resume
 keeps the run's own settings), checks it before a run folder exists, and hands it to the trainer of
-``algo.name`` from `TRAINERS`: `launch.training.trainers.rllib` (league self-play, steps 2-7 of a run) for the
-RLlib algorithms, `launch.training.trainers.ga`, ``td_lambda`` and ``imitate`` for the others; all run on
-`launch.training.loop`. The run folder is the Hydra output folder; its layout is in `launch.training.runs`. A
+``algo.name`` that `launch.training.algorithms` declares: `launch.training.trainers.rllib` (league self-play,
+steps 2-7 of a run) for the RLlib algorithms, `launch.training.trainers.ga`, ``td_lambda`` and ``imitate`` for
+the others; all run on `launch.training.loop`. The run folder is the Hydra output folder; its layout is in `launch.training.runs`. A
 final summary names the checkpoints, the leaderboard, the best-evaluated policy (``<run>/best/``,
 `launch.training.loop.keep_best`) and the exact commands that reproduce the evaluations.
 
@@ -22,7 +22,6 @@ checkpoint.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -35,27 +34,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
 from launch.training import build, loop
+from launch.training.algorithms import algorithm
 from launch.training.runs import RunDir, keep_run_settings, merge_overrides, typed_today
 from launch.training.schema import TrainConfig, check
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError
 from policies.league.league import normalized_external
 from policies.players import PlayerSpecError, make_player
-
-TRAINERS: dict[str, str] = {
-    "ppo": "launch.training.trainers.rllib",
-    "dqn": "launch.training.trainers.rllib",
-    "ga": "launch.training.trainers.ga",
-    "td_lambda": "launch.training.trainers.td_lambda",
-    "imitate": "launch.training.trainers.imitate",
-}
-"""``algo.name`` -> the module whose ``train(cfg, notes)`` runs it (and whose ``check(cfg)``, if it has one,
-checks its own inputs before a run folder exists); imported when picked, so a GA run loads no RLlib."""
-
-
-def trainer(name: str):
-    return importlib.import_module(TRAINERS[name])
-
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(dict_cfg: DictConfig) -> None:
@@ -73,7 +58,7 @@ def train(dict_cfg: DictConfig) -> None:
         notes = keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
                                   typed_today(dict_cfg.resume, overrides))
     cfg = checked_config(dict_cfg)
-    trainer(cfg.algo.name).train(cfg, notes)
+    algorithm(cfg.algo.name).trainer_module().train(cfg, notes)
 
 
 # ---------------------------------------------------------------- 1. compose, resume
@@ -86,7 +71,7 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
     except Exception as err:  # a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
     check_players(cfg)
-    check_inputs = getattr(trainer(cfg.algo.name), "check", None)  # a trainer's checks of its own inputs
+    check_inputs = getattr(algorithm(cfg.algo.name).trainer_module(), "check", None)  # a trainer's checks of its own inputs
     if check_inputs is not None:  # (imitation: its record files)
         check_inputs(cfg)
     return cfg

@@ -4,11 +4,9 @@ Every place that reads a saved PPO or DQN module asks its entry here, never ``ki
 the module's default model_config, its action scores (what a greedy player and an exported model
 return), its value (what ``search:`` and ``mcts:`` read) and whether its policy can serve as a prior.
 The entry's name is ``algo.name`` in the training config and the ``kind`` in ``policy.json``.
-How `launch` trains each one is `launch.training.build.RLLIB_TRAINING`, keyed by the same names; a test checks
-the two registries and `policies.saved.REGISTRY` agree.
-
-Adding an RLlib algorithm: one `ModuleAlgorithm` here, one `launch.training.build.RLlibTraining` entry, its
-settings class in `launch.training.schema.ALGO_SCHEMAS`, and a ``SavedKind`` in `policies.saved`.
+How `launch` trains each one is declared once in `launch.training.algorithms` (settings, RLlib config, trainer),
+whose RLlib entries point at these; this layer cannot import that one, so a test checks that both, and
+`policies.saved.REGISTRY`, name the same algorithms.
 """
 from __future__ import annotations
 
@@ -48,6 +46,11 @@ class ModuleAlgorithm:
     name: str
     config_class: type[AlgorithmConfig]
     """Its RLlib config: the module's default model_config comes from it."""
+    module_class: str
+    """``"module:class"`` of the masked RLModule that plays, trains and is saved as this kind (named, not
+    imported: `policies.modules` reads this registry)."""
+    catalog_class: str
+    """``"module:class"`` of its RLlib catalog: what builds the network of `policies.networks` into it."""
     scores: Callable[[Any, dict], torch.Tensor]
     """``(module, batch) -> (B, 4)`` action scores, higher is better (illegal tokens not masked yet)."""
     scores_name: str
@@ -62,8 +65,10 @@ class ModuleAlgorithm:
 
 
 REGISTRY: dict[str, ModuleAlgorithm] = {a.name: a for a in (
-    ModuleAlgorithm("ppo", PPOConfig, _logits, "logits", "PPO logits", _critic, policy_prior=True),
-    ModuleAlgorithm("dqn", DQNConfig, _q_values, "q_values", "DQN Q-values", _best_q, policy_prior=False,
+    ModuleAlgorithm("ppo", PPOConfig, "policies.modules:MaskedPPOTorchRLModule", "policies.modules:MaskedPPOCatalog",
+                    _logits, "logits", "PPO logits", _critic, policy_prior=True),
+    ModuleAlgorithm("dqn", DQNConfig, "policies.modules:MaskedDQNTorchRLModule", "policies.modules:MaskedDQNCatalog",
+                    _q_values, "q_values", "DQN Q-values", _best_q, policy_prior=False,
                     exported_config=("dueling", "num_atoms")),
 )}
 

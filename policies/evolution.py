@@ -370,7 +370,7 @@ def evaluate_population(population: np.ndarray, generation: int, spec: FitnessSp
 # ------------------------------------------------------------------ the genetic algorithm
 @dataclass(frozen=True)
 class GAParams:
-    """The GA's own knobs (launch.training.schema.GASettings carries them from the config)."""
+    """The GA's own knobs (launch.training.algorithms.ga.GASettings carries them from the config)."""
 
     population: int = 30
     crossover_rate: float = 0.85

@@ -76,7 +76,7 @@ from ludo_env.rules import Rules
 from policies.bots import Bot
 from policies.checkpoints import POLICY_JSON, WEIGHTS, PolicyFileError, find_policy, load_weights, read_meta
 from policies.networks import NetworkConfig
-from policies.saved import SAVED_MODULE_KINDS, load_module
+from policies.saved import SAVED_MODULE_KINDS, load_module, named
 
 OBSERVATIONS = "observations"
 ACTION_MASK = "action_mask"
@@ -85,7 +85,8 @@ STATE = "state"
 PPO_ILLEGAL_LOGIT = -3.4e38
 DQN_ILLEGAL_Q = float("-inf")
 
-MODULE_KINDS = ("ppo", "dqn", "bot")
+BOT_KIND = "bot"
+"""The module kind of a league bot (`BotRLModule`); every other kind is an algorithm of `policies.algorithms`."""
 ENV_KEYS = ("obs", "variant", "players")
 
 
@@ -377,8 +378,6 @@ class BotRLModule(RLModule):
 
 
 # ------------------------------------------------------------------ specs
-_MODULE_CLASSES = {"ppo": MaskedPPOTorchRLModule, "dqn": MaskedDQNTorchRLModule, "bot": BotRLModule}
-_CATALOG_CLASSES = {"ppo": MaskedPPOCatalog, "dqn": MaskedDQNCatalog, "bot": None}
 
 
 def module_spec(
@@ -387,17 +386,24 @@ def module_spec(
     action_space: gym.Space | None = None,
     model_config: Mapping[str, Any] | None = None,
 ) -> RLModuleSpec:
-    """An `RLModuleSpec` for a ``"ppo"``, ``"dqn"`` or ``"bot"`` module.
+    """An `RLModuleSpec` for a module of an algorithm in `policies.algorithms` (``"ppo"``, ``"dqn"``) or a
+    league bot (`BOT_KIND`).
 
     Leave the spaces None inside an algorithm config: RLlib fills them from the env.
     The algorithm's model_config settings (e.g. DQN's ``dueling``) apply under the
     keys given here.
     """
-    if kind not in _MODULE_CLASSES:
-        raise ValueError(f"unknown module kind '{kind}': choose one of {', '.join(MODULE_KINDS)}")
+    from policies.algorithms import REGISTRY  # it imports this module's classes
+
+    if kind == BOT_KIND:
+        module_class, catalog_class = BotRLModule, None
+    elif kind in REGISTRY:
+        module_class, catalog_class = named(REGISTRY[kind].module_class), named(REGISTRY[kind].catalog_class)
+    else:
+        raise ValueError(f"unknown module kind '{kind}': choose one of {', '.join((*REGISTRY, BOT_KIND))}")
     return RLModuleSpec(
-        module_class=_MODULE_CLASSES[kind],
-        catalog_class=_CATALOG_CLASSES[kind],
+        module_class=module_class,
+        catalog_class=catalog_class,
         observation_space=observation_space,
         action_space=action_space,
         model_config=dict(model_config or {}),

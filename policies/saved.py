@@ -63,7 +63,8 @@ def open_policy(path: str | Path) -> tuple[Path, dict[str, Any], SavedKind]:
     return folder, meta, saved_kind(folder, meta)
 
 
-def _loader(target: str):
+def named(target: str):
+    """The object a ``"module:name"`` target names, its module imported now."""
     module_name, _, function = target.partition(":")
     return getattr(importlib.import_module(module_name), function)
 
@@ -75,7 +76,7 @@ def _uses(use: str) -> str:
 def load_player(path: str | Path, spec: str):
     """The `policies.players.Player` of the policy at `path`, named `spec`."""
     folder, meta, kind = open_policy(path)
-    return _loader(kind.player)(folder, meta, spec)
+    return named(kind.player)(folder, meta, spec)
 
 
 def load_value_source(path: str | Path, name: str | None = None):
@@ -84,7 +85,7 @@ def load_value_source(path: str | Path, name: str | None = None):
     if kind.value is None:
         raise PolicyFileError(f"'{folder}' holds a {kind.name} policy, which has no value to search with: "
                               f"give a policy of kind {_uses('value')}")
-    return _loader(kind.value)(folder, meta, name or str(path))
+    return named(kind.value)(folder, meta, name or str(path))
 
 
 def load_module(path: str | Path):
@@ -93,4 +94,4 @@ def load_module(path: str | Path):
     if kind.module is None:
         raise PolicyFileError(f"'{folder}' holds a {kind.name} policy, not an RLModule: "
                               f"give a policy of kind {_uses('module')}")
-    return _loader(kind.module)(folder)
+    return named(kind.module)(folder)

@@ -16,27 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
-from launch.training.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
-from launch.training.replay_buffer import ColumnReplayDQN
+from launch.training.algorithms import rllib_training
 from launch.training.sampler import BatchedLudoEnvRunner
 from launch.training.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
 from policies.league.league import LeagueSettings
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
-from policies.algorithms import module_algorithm
-from policies.modules import module_spec
-
-SNAPSHOT_EPSILON = 0.02
-"""A DQN snapshot's exploration: a little noise keeps a frozen opponent from repeating itself."""
-
+from policies.modules import BOT_KIND, module_spec
 
 def rules_mapping(cfg: TrainConfig) -> dict[str, Any]:
     """The rules as a plain mapping of `Rules` fields (what env and module configs carry)."""
@@ -74,11 +67,6 @@ def main_model_config(cfg: TrainConfig) -> dict[str, Any]:
     return config | rllib_training(cfg.algo.name).main_heads(cfg)
 
 
-def epsilon_schedule(cfg: TrainConfig) -> list[tuple[int, float]]:
-    algo = cfg.algo
-    return [(0, float(algo.epsilon_start)), (int(algo.epsilon_steps), float(algo.epsilon_end))]
-
-
 def snapshot_model_config(cfg: TrainConfig) -> dict[str, Any]:
     return main_model_config(cfg) | rllib_training(cfg.algo.name).snapshot_heads
 
@@ -107,7 +95,7 @@ def rl_module_spec(cfg: TrainConfig, pool: SnapshotPool) -> MultiRLModuleSpec:
         if module_id.startswith("bot_"):
             bot = module_id[len("bot_"):]
             specs[module_id] = module_spec(
-                "bot", model_config={"bot": bot, "players": players(cfg), "variant": rules_mapping(cfg),
+                BOT_KIND, model_config={"bot": bot, "players": players(cfg), "variant": rules_mapping(cfg),
                                      "seed": cfg.seed})
         else:
             specs[module_id] = module_spec(kind, model_config=snapshot)
@@ -219,7 +207,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
     algo = cfg.algo
     res = cfg.resources
     training = rllib_training(algo.name)
-    config = module_algorithm(algo.name).config_class()
+    config = training.module.config_class()
     batched = cfg.sampler.name == "batched"
     environment = env_config(cfg)
     if batched:
@@ -252,144 +240,3 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
         config.env_runners(env_runner_cls=BatchedLudoEnvRunner, num_envs_per_env_runner=1)
     training.apply(config, cfg, batched)
     return config
-
-
-def _ppo_heads(cfg: TrainConfig) -> dict[str, Any]:
-    return {"vf_share_layers": cfg.algo.vf_share_layers}
-
-
-def _dqn_heads(cfg: TrainConfig) -> dict[str, Any]:
-    algo = cfg.algo
-    return {"double_q": algo.double_q, "dueling": algo.dueling, "epsilon": epsilon_schedule(cfg),
-            "num_atoms": algo.num_atoms, "v_min": algo.v_min, "v_max": algo.v_max}
-
-
-def _train_ppo(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
-    algo = cfg.algo
-    config.training(
-        lr=learning_rate(cfg),
-        gamma=algo.gamma,
-        lambda_=algo.gae_lambda,
-        train_batch_size_per_learner=algo.train_batch_size,
-        minibatch_size=algo.minibatch_size,
-        num_epochs=algo.num_epochs,
-        clip_param=algo.clip_param,
-        vf_loss_coeff=algo.vf_loss_coeff,
-        vf_clip_param=algo.vf_clip_param,
-        entropy_coeff=algo.entropy_coeff,
-        use_kl_loss=algo.kl_coeff > 0,
-        kl_coeff=algo.kl_coeff,
-        grad_clip=algo.grad_clip,
-    )
-
-
-def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
-    algo = cfg.algo
-    if batched:
-        # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are
-        # safe and nothing sampled is dropped: every decision of main reaches the replay buffer. Sixteen
-        # decisions per game and call: a call costs about 0.1 s of shipping and Ray transfer whatever its
-        # size, so smaller calls make the runner wait on that (measured: 512 steps per call, 0.04 s to play,
-        # 0.1-0.27 s round trip).
-        config.env_runners(batch_mode="truncate_episodes",
-                           rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
-        # Its updates take the replay's numpy columns as they are, not episodes through the learner
-        # connectors, which cost four times the update itself (launch/training/replay_buffer.py).
-        config.algo_class = ColumnReplayDQN
-    else:
-        # Per-game MultiAgentEpisodes crash on fragments with turn-based agents (shared/notes).
-        config.env_runners(batch_mode="complete_episodes", rollout_fragment_length=algo.rollout_fragment_length)
-    config.training(
-        lr=learning_rate(cfg),
-        gamma=algo.gamma,
-        train_batch_size_per_learner=algo.train_batch_size,
-        double_q=algo.double_q,
-        dueling=algo.dueling,
-        num_atoms=algo.num_atoms,
-        v_min=algo.v_min,
-        v_max=algo.v_max,
-        n_step=algo.n_step,
-        target_network_update_freq=algo.target_network_update_freq,
-        tau=algo.tau,
-        replay_buffer_config=replay_buffer_config(cfg, multi_agent=not batched),
-        epsilon=epsilon_schedule(cfg),
-        num_steps_sampled_before_learning_starts=algo.learning_starts,
-        training_intensity=algo.training_intensity,
-        td_error_loss_fn=algo.td_error_loss,
-        grad_clip=algo.grad_clip,
-        store_buffer_in_checkpoints=algo.store_buffer_in_checkpoints,
-    )
-    if algo.advantage_learning > 0:
-        config.learners(learner_class=AdvantageLearningDQNLearner,
-                        learner_config_dict={ADVANTAGE_LEARNING: algo.advantage_learning})
-    config.reporting(min_sample_timesteps_per_iteration=algo.steps_per_iteration)
-
-
-def _ppo_progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:
-    return {"entropy": learner.get("entropy")}
-
-
-def _dqn_progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:
-    return {"epsilon": epsilon_at(cfg, env_steps), "q_mean": learner.get("qf_mean")}
-
-
-def learning_rate(cfg: TrainConfig) -> float | list[list[float]]:
-    """`algo.lr`, or with `algo.lr_end` RLlib's piecewise-linear schedule over sampled env steps: `lr` at 0,
-    `lr_end` at budget.env_steps, held after (a resumed run picks it up at its step count)."""
-    algo = cfg.algo
-    if algo.lr_end is None:
-        return algo.lr
-    return [[0, algo.lr], [cfg.budget.env_steps, algo.lr_end]]
-
-
-def epsilon_at(cfg: TrainConfig, env_steps: int) -> float:
-    algo = cfg.algo
-    frac = min(1.0, env_steps / max(1, algo.epsilon_steps))
-    return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
-
-
-@dataclass(frozen=True)
-class RLlibTraining:
-    """How launch trains one RLlib algorithm (`policies.algorithms` holds what its saved module is)."""
-
-    main_heads: Callable[[TrainConfig], dict[str, Any]]
-    """model_config keys of main's heads, saved with every checkpoint."""
-    snapshot_heads: dict[str, Any]
-    """What a snapshot plays differently from main (a DQN snapshot explores at `SNAPSHOT_EPSILON`)."""
-    apply: Callable[[AlgorithmConfig, TrainConfig, bool], None]
-    """``(config, cfg, batched)``: the algorithm's training settings onto RLlib's config."""
-    progress: Callable[[TrainConfig, int, Mapping[str, Any]], dict[str, Any]]
-    """``(cfg, env_steps, learner metrics of main)`` -> the algorithm's own progress columns."""
-
-
-RLLIB_TRAINING: dict[str, RLlibTraining] = {
-    "ppo": RLlibTraining(_ppo_heads, {}, _train_ppo, _ppo_progress),
-    "dqn": RLlibTraining(_dqn_heads, {"epsilon": [(0, SNAPSHOT_EPSILON)]}, _train_dqn, _dqn_progress),
-}
-
-
-def rllib_training(name: str) -> RLlibTraining:
-    """The training entry of an RLlib algorithm; one line naming the known ones if there is none."""
-    if name not in RLLIB_TRAINING:
-        raise ValueError(f"algo.name={name!r} is not an RLlib algorithm here: choose {' or '.join(RLLIB_TRAINING)}")
-    return RLLIB_TRAINING[name]
-
-
-# By import path: RLlib recognises episode buffers by "EpisodeReplayBuffer" in the type's string.
-MAIN_BUFFER = "launch.training.replay_buffer.MainEpisodeReplayBuffer"
-
-
-def replay_buffer_config(cfg: TrainConfig, multi_agent: bool = True) -> dict[str, Any]:
-    """The replay buffer: single-agent episodes (main's seats) from the batched sampler, multi-agent games from
-    the per-game one."""
-    algo = cfg.algo
-    if algo.replay == "prioritized":
-        # A custom buffer config replaces RLlib's defaults, so alpha and beta must be given.
-        kind = "MultiAgentPrioritizedEpisodeReplayBuffer" if multi_agent else MAIN_BUFFER
-        return {"type": kind, "capacity": algo.buffer_capacity,
-                "alpha": algo.prioritized_alpha, "beta": algo.prioritized_beta}
-    if algo.replay == "uniform":
-        if multi_agent:
-            return {"type": "MultiAgentEpisodeReplayBuffer", "capacity": algo.buffer_capacity}
-        return {"type": MAIN_BUFFER, "capacity": algo.buffer_capacity, "alpha": 0.0, "beta": 0.0}
-    raise ValueError(f"algo.replay={algo.replay!r} is not allowed: choose prioritized or uniform")

@@ -66,7 +66,8 @@ def test_a_fitting_policy_still_plays(tmp_path, four_player):
 def test_the_league_and_the_server_refuse_it_too(tmp_path, four_player):
     from fastapi.testclient import TestClient
 
-    from launch.web.app import Site, create_app
+    from launch.web.app import create_app
+    from launch.web.site import Site
     from ludo_env.rules import Rules
     from policies.league.evaluation import evaluate_panel
     from policies.players import PlayerSpecError, make_player

@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 
 from launch.cli import UserError
 from launch.serve import HOST, bind, parse
-from launch.web.app import Site, create_app
+from launch.web.app import create_app
+from launch.web.site import Site
 from ludo_env.engine import Game
 from policies.records import load_decisions, read_records
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from launch.web.app import Site, create_app
+from launch.web.app import create_app
+from launch.web.site import Site
 from policies.records import read_records
 from tests.launch.test_serve import call, play_out, start_server
 

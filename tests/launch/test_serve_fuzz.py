@@ -16,7 +16,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from launch.web.app import Site, create_app
+from launch.web.app import create_app
+from launch.web.site import Site
 from tests.launch.test_serve import play_out
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

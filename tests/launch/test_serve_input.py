@@ -8,7 +8,9 @@ import logging
 import pytest
 from fastapi.testclient import TestClient
 
-from launch.web.app import MAX_BODY_BYTES, Site, create_app, shown
+from launch.web.app import create_app
+from launch.web.common import MAX_BODY_BYTES, shown
+from launch.web.site import Site
 from tests.launch.test_serve import play_out
 
 SECRET_KEY, SECRET_VALUE = "api_key", "hunter2-secret-value"

@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from launch.leaderboard import Board
-from launch.web.app import Site, create_app
+from launch.web.app import create_app
+from launch.web.site import Site
 from policies.league.league import League, LeagueSettings
 from policies.league.store import LeagueStore
 from policies.records import read_records
@@ -135,7 +136,7 @@ def test_a_member_trained_for_other_games_is_refused_in_one_line(run, tmp_path):
 
 
 def test_the_league_page_takes_plotly_from_one_cached_file_and_has_the_sites_header(run, tmp_path):
-    from launch.web.app import PLOTLY_ROUTE, plotly_file
+    from launch.web.league import PLOTLY_ROUTE, plotly_file
 
     client = league_client(run, tmp_path / "records")
     page = client.get("/league")

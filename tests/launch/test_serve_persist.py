@@ -6,7 +6,8 @@ import sqlite3
 from fastapi.testclient import TestClient
 
 from launch.leaderboard import Board
-from launch.web.app import Site, create_app
+from launch.web.app import create_app
+from launch.web.site import Site
 from policies.league.store import LeagueStore
 from policies.records import read_records
 from tests.launch.test_serve import play_out

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from launch.training.schema import ALGO_SCHEMAS, RLLIB_ALGOS, CheckedSettings
+from launch.training.algorithms import REGISTRY as ALGORITHMS
+from launch.training.algorithms import rllib_names
+from launch.training.settings import CheckedSettings
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,9 +86,9 @@ def test_a_setting_out_of_range_is_one_line_naming_key_value_and_range(exp, over
     assert f"is not allowed: {allowed}" in text, text
 
 
-@pytest.mark.parametrize("algo", list(ALGO_SCHEMAS))
+@pytest.mark.parametrize("algo", list(ALGORITHMS))
 def test_every_numeric_and_named_setting_of_an_algorithm_has_a_range_or_choices(algo):
-    schema = ALGO_SCHEMAS[algo]
+    schema = ALGORITHMS[algo].settings
     assert issubclass(schema, CheckedSettings)
     types = typing.get_type_hints(schema)
     linked = {"elitism", "hidden"}  # ranges that depend on another field, checked in `check_more`
@@ -95,7 +97,7 @@ def test_every_numeric_and_named_setting_of_an_algorithm_has_a_range_or_choices(
         args = set(typing.get_args(kind)) - {type(None)} or {kind}
         if args & {int, float} and f.name not in linked:
             assert f.name in schema.RANGES, f"{algo}: algo.{f.name} has no range"
-        elif args == {str} and algo in RLLIB_ALGOS:
+        elif args == {str} and algo in rllib_names():
             assert f.name in schema.CHOICES, f"{algo}: algo.{f.name} has no choices"
 
 

@@ -13,7 +13,7 @@ import ray
 from launch.training import build
 from launch.cli import UserError, compose
 from launch.training.runs import RunDir, RunState, keep_run_settings, merge_overrides
-from launch.training.schema import RLLIB_ALGOS
+from launch.training.algorithms import dqn, rllib_names
 from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
 from policies.modules import module_spec
@@ -22,7 +22,7 @@ from tests.launch.configs import train_config
 ROOT = Path(__file__).resolve().parents[2]
 # The experiments RLlib trains; the others run their own loops (launch/training/trainers) and build no RLlib config.
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "exp").glob("*.yaml")
-                     if compose("config", [f"+exp={p.stem}"]).algo.name in RLLIB_ALGOS)
+                     if compose("config", [f"+exp={p.stem}"]).algo.name in rllib_names())
 
 
 config = train_config
@@ -56,7 +56,7 @@ def test_dqn_samples_into_a_prioritized_episode_buffer_with_alpha_and_beta(sampl
     assert algo_config.double_q and algo_config.dueling and algo_config.n_step == cfg.algo.n_step
     main = build.main_model_config(cfg)
     assert main["epsilon"][0] == (0, 1.0) and main["dueling"] is True
-    assert build.snapshot_model_config(cfg)["epsilon"] == [(0, build.SNAPSHOT_EPSILON)]
+    assert build.snapshot_model_config(cfg)["epsilon"] == [(0, dqn.SNAPSHOT_EPSILON)]
 
 
 def test_a_distributional_head_reaches_the_learner_and_every_module_of_the_league():

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from launch.training.schema import ALGO_SCHEMAS, TrainConfig
+from launch.training.algorithms import REGISTRY as ALGORITHMS
+from launch.training.schema import TrainConfig
 from ludo_env.rules import Rules
 from policies.tournament import play_tournament
 from tests.launch.configs import script_env, train_config
@@ -36,7 +37,7 @@ def float_keys(schema: type, prefix: str) -> list[str]:
 
 
 SETTINGS = [("ppo", key) for key in float_keys(TrainConfig, "") if not key.startswith("algo.")]
-SETTINGS += [(algo, key) for algo in EXPERIMENT for key in float_keys(ALGO_SCHEMAS[algo], "algo.")]
+SETTINGS += [(algo, key) for algo in EXPERIMENT for key in float_keys(ALGORITHMS[algo].settings, "algo.")]
 SETTINGS += [("ppo", "resources.gpus_per_learner")]  # a string that is read as a number
 
 

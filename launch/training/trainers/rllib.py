@@ -24,18 +24,20 @@ from typing import Any
 import numpy as np
 import ray
 import torch
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME, \
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME
 
 from launch.cli import UserError, one_line
 from launch.training import build, loop, watchdog
+from launch.training.algorithms import rllib_names, rllib_training
 from launch.training.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
 from launch.training.runs import RunDir, RunState, checkpoint_key, leaves, record_ray_session, stop_leftovers, \
     typed_today
 from launch.training.sampler import BatchedLudoEnvRunner
-from launch.training.schema import RLLIB_ALGOS, TrainConfig
+from launch.training.schema import TrainConfig
 from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.rules import Rules
-from policies.checkpoints import read_meta, write_policy
+from policies.checkpoints import PolicyFileError, find_policy, read_meta, write_policy
 from policies.league.evaluation import evaluate_panel, learned_player, override_value, panel_record
 from policies.league.league import MAIN_MEMBER, League, MemberFailed
 from policies.league.pool import MAIN, snapshot_id
@@ -93,10 +95,13 @@ class LeagueSelfPlay(Trainer):
         self.algo = algo = algo_config.build_algo()
         if self.resumed is not None:
             algo.restore_from_path(str(run.algorithm_of(self.resumed)))
+        else:
+            self.init = start_from_policy(algo, cfg, evaluator)
         # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
         for slot, member in league.slot_members().items():
             push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
-        return (f"{'resumed from ' + self.resumed.name if self.resumed else 'new run'}; "
+        started = f"new run, main from {self.init}" if self.resumed is None and self.init else "new run"
+        return (f"{'resumed from ' + self.resumed.name if self.resumed else started}; "
                 f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
 
     # 4. train
@@ -228,15 +233,10 @@ def check_same_network(cfg: TrainConfig, policy: Path, typed: list[str] | tuple[
     from before config.yaml, whose defaults have moved, or an override that changes the network); when an
     override `typed` on today's command line (``network=token_set``) made the difference, it names that one."""
     meta = read_meta(policy)
-    if meta.get("kind") in RLLIB_ALGOS and meta["kind"] != cfg.algo.name:
+    if meta.get("kind") in rllib_names() and meta["kind"] != cfg.algo.name:
         raise UserError(f"resume: the run trains {meta['kind']} and this config gives algo={cfg.algo.name}: "
                         f"a resumed run keeps its algorithm; drop the algo override or start a new run")
-    built = meta["model_config"]
-    before = leaves({key: built[key] for key in NETWORK_SHAPING if key in built})
-    # through JSON, as policy.json was written: tuples become lists
-    now = leaves(json.loads(json.dumps({key: value for key, value in build.main_model_config(cfg).items()
-                                        if key in NETWORK_SHAPING})))
-    differ = [key for key, value in before.items() if key in now and now[key] != value]
+    before, now, differ = model_differences(cfg, meta, NETWORK_SHAPING)
     if differ:
         run_has = [f"{key}={override_value(before[key])}" for key in differ]
         config_gives = [f"{key}={override_value(now[key])}" for key in differ]
@@ -248,6 +248,73 @@ def check_same_network(cfg: TrainConfig, policy: Path, typed: list[str] | tuple[
                             f"resumed run keeps its encoder, network and rules; drop {typed_here}, or start a new run")
         raise UserError(f"resume: the run's main was built with {', '.join(run_has)} and this config gives "
                         f"{', '.join(config_gives)}: add {' '.join(run_has)} to resume it")
+
+
+def model_differences(cfg: TrainConfig, meta: dict[str, Any], keys) -> tuple[dict, dict, list[str]]:
+    """Main's model_config as a saved policy recorded it (``meta``, its policy.json) and as `cfg` builds it, as
+    leaves (``network.hidden``) of the top-level `keys`, and the leaves both have that differ."""
+    built = meta.get("model_config") or {}
+    before = leaves({key: built[key] for key in keys if key in built})
+    # through JSON, as policy.json was written: tuples become lists
+    now = leaves(json.loads(json.dumps({key: value for key, value in build.main_model_config(cfg).items()
+                                        if key in keys})))
+    return before, now, [key for key, value in before.items() if key in now and now[key] != value]
+
+
+# ---------------------------------------------------------------- 1. init: main starts from a saved policy
+INIT_FREE = ("reward", "epsilon", "double_q")
+"""model_config keys main's weights do not depend on (what its value head learned to predict, how it explores,
+how its targets are formed): an ``init=`` policy may differ in these, and in nothing else."""
+
+
+def check(cfg: TrainConfig) -> None:
+    """The trainer's own inputs, before a run folder exists and before Ray starts (`launch/train.py` calls it)."""
+    if not cfg.resume:  # a resume's checkpoint wins over init
+        init_policy(cfg)
+
+
+def init_policy(cfg: TrainConfig) -> Path | None:
+    """The policy folder ``init=`` names, once it is known to fit this run's main; None without init. A policy
+    that does not load or does not fit is one line."""
+    if cfg.init is None:
+        return None
+    try:
+        folder = find_policy(cfg.init)
+        meta = read_meta(folder)
+        load_module(folder)  # damaged weights are refused now, not after Ray has started
+    except PolicyFileError as err:
+        raise UserError(f"init={cfg.init}: {one_line(err)}") from None
+    if meta.get("kind") != cfg.algo.name:
+        raise UserError(f"init={cfg.init}: a {meta.get('kind')} policy cannot start main of a {cfg.algo.name} run: "
+                        f"give a {cfg.algo.name} policy, or train with algo={meta.get('kind')}")
+    shaping = [key for key in build.main_model_config(cfg) if key not in INIT_FREE]
+    before, now, differ = model_differences(cfg, meta, shaping)
+    if differ:
+        raise UserError(f"init={cfg.init}: the policy was built with "
+                        f"{', '.join(f'{key}={override_value(before[key])}' for key in differ)} and this run gives "
+                        f"{', '.join(f'{key}={override_value(now[key])}' for key in differ)}: add "
+                        f"{' '.join(f'{key}={override_value(before[key])}' for key in differ)}, or give a policy "
+                        "of this run's encoder, network and rules")
+    return folder
+
+
+def start_from_policy(algo, cfg: TrainConfig, evaluator: PanelEvaluator) -> Path | None:
+    """Main's weights from ``init=`` on the learner and on every EnvRunner, before the first iteration."""
+    folder = init_policy(cfg)
+    if folder is not None:
+        push_weights(algo, MAIN, evaluator.weights_of(folder))
+        # A saved policy has no target networks (DQN's): copied from the new weights, not left at the fresh ones
+        # that the first update would bootstrap from.
+        for synced in algo.learner_group.foreach_learner(sync_target_networks):
+            synced.get()  # a remote learner's failure raises here
+    return folder
+
+
+def sync_target_networks(learner) -> None:
+    """Main's target networks on `learner`, if its module has any, set equal to the networks they follow."""
+    module = learner.module[MAIN].unwrapped()
+    for network, target in getattr(module, "get_target_network_pairs", lambda: [])():
+        target.load_state_dict(network.state_dict())
 
 
 # ---------------------------------------------------------------- 2. seed
@@ -391,8 +458,10 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
         "pool": len(pool),
         "main_return": _number(runners.get("module_episode_returns_mean", {}).get(MAIN)),
         "episode_len": _number(runners.get("episode_len_mean")),
+        # main's own decisions so far: env_steps counts every seat's (benchmarks/exploitability.py budgets by these)
+        "main_decisions": _number(runners.get(NUM_MODULE_STEPS_SAMPLED_LIFETIME, {}).get(MAIN)),
     }
-    algorithm_columns = build.rllib_training(cfg.algo.name).progress(cfg, state.env_steps, learner)
+    algorithm_columns = rllib_training(cfg.algo.name).progress(cfg, state.env_steps, learner)
     row.update({key: _number(value) for key, value in algorithm_columns.items()})
     row.update(eval_columns(evaluation))
     if league_round is not None:
@@ -445,5 +514,10 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
                      f"budget.env_steps={budget.env_steps:,}: a busy machine; its numbers are not a full run's "
                      f"(continue with resume={run.path} budget.minutes=<more>)")
     rank, members, main = league.main_standing()
-    lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f}, sigma {main.sigma:.1f})")
+    # Near-equals share a rank: name them, or a user reads the order among them as real.
+    rivals = [m.name for m in league.within_noise(main)]
+    more = f" and {len(rivals) - 4} more" if len(rivals) > 4 else ""
+    tied = f"; within noise of it: {', '.join(rivals[:4])}{more}" if rivals else ""
+    lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f} ± {1.96 * main.sigma:.1f}{tied}; "
+                 f"python launch/league.py show league={run.path})")
     return lines, fields

@@ -1,0 +1,71 @@
+"""What one declaration of a training algorithm holds (`Algorithm`), and for an RLlib one how launch trains it
+(`RLlibTraining`). The declarations themselves are the other modules of this package, one file each."""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from launch.training.settings import CheckedSettings
+from policies.algorithms import ModuleAlgorithm
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+    from launch.training.schema import TrainConfig
+
+
+@dataclass(frozen=True)
+class RLlibTraining:
+    """How launch trains one RLlib algorithm; `module` is what its saved module is to the agents layer."""
+
+    module: ModuleAlgorithm
+    """The agents' entry (`policies.algorithms.REGISTRY`, same name): RLlib config class, scores, value."""
+    experiment: str
+    """The ``+exp`` bundle that trains it by default (``conf/exp/<experiment>.yaml``): what benchmarks time."""
+    main_heads: Callable[[TrainConfig], dict[str, Any]]
+    """model_config keys of main's heads, saved with every checkpoint."""
+    snapshot_heads: dict[str, Any]
+    """What a snapshot plays differently from main (a DQN snapshot explores at `SNAPSHOT_EPSILON`)."""
+    apply: Callable[[AlgorithmConfig, TrainConfig, bool], None]
+    """``(config, cfg, batched)``: the algorithm's training settings onto RLlib's config."""
+    progress: Callable[[TrainConfig, int, Mapping[str, Any]], dict[str, Any]]
+    """``(cfg, env_steps, learner metrics of main)`` -> the algorithm's own progress columns."""
+    warmup_steps: Callable[[TrainConfig], int]
+    """Env steps sampled before its first update (a replay buffer filling up); 0 for an on-policy one."""
+    replays: bool
+    """It learns from a replay buffer, so what is kept there (not only what is sampled) bounds its throughput."""
+    update_text: Callable[[TrainConfig], str]
+    """One phrase saying what one update is (``6 epochs x minibatch 512``), for benchmark tables."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One ``algo.name``: everything the schema, the builder, the command and the benchmarks need of it."""
+
+    name: str
+    settings: type[CheckedSettings]
+    """Its settings class: it types ``conf/algo/<name>.yaml`` (ConfigStore ``<name>_schema``) and checks itself."""
+    trainer: str
+    """The module whose ``train(cfg, notes)`` runs it (and whose ``check(cfg)``, if any, checks its inputs
+    before a run folder exists); imported only when picked, so a GA run loads no RLlib trainer."""
+    rllib: RLlibTraining | None = None
+    """How RLlib trains it; None: it runs its own loop on `launch.training.loop`."""
+
+    def trainer_module(self):
+        """The `trainer` module, imported now."""
+        return importlib.import_module(self.trainer)
+
+
+RLLIB_TRAINER = "launch.training.trainers.rllib"
+"""League self-play with RLlib: the trainer of every RLlib algorithm."""
+
+
+def learning_rate(cfg: TrainConfig) -> float | list[list[float]]:
+    """`algo.lr`, or with `algo.lr_end` RLlib's piecewise-linear schedule over sampled env steps: `lr` at 0,
+    `lr_end` at budget.env_steps, held after (a resumed run picks it up at its step count)."""
+    algo = cfg.algo
+    if algo.lr_end is None:
+        return algo.lr
+    return [[0, algo.lr], [cfg.budget.env_steps, algo.lr_end]]

@@ -1,0 +1,121 @@
+"""What every algorithm's settings are made of: `Range` (the values a numeric setting allows), `CheckedSettings`
+(settings that check themselves) and `RLlibSettings` (the fields every RLlib algorithm shares).
+
+Each algorithm's own settings class lives with its declaration in `launch.training.algorithms`; the config
+schema (`launch.training.schema`) reads them from there. The named ranges below (`SHARE`, `LEARNING_RATE`, ...)
+are shared by those classes and the schema's own checks, so a bound means the same everywhere.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric setting allows: ``low``/``high`` (None: unbounded), each end included unless
+    ``*_open``; ``null_ok`` lets None (an optional setting that is off). Infinity and NaN are never allowed."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    null_ok: bool = False
+
+    def allows(self, value: Any) -> bool:
+        if value is None:
+            return self.null_ok
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def text(self) -> str:
+        """``a number in (0, 1]``, ``a number >= 1``, ... for the error line."""
+        low, high = _bound(self.low), _bound(self.high)
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            words = f"a number in {left}{low}, {high}{right}"
+        elif self.low is not None:
+            words = f"a number {'>' if self.low_open else '>='} {low}"
+        elif self.high is not None:
+            words = f"a number {'<' if self.high_open else '<='} {high}"
+        else:
+            words = "a finite number"
+        return words + (" or null" if self.null_ok else "")
+
+    def check(self, key: str, value: Any) -> None:
+        if not self.allows(value):
+            raise ValueError(f"{key}={value!r} is not allowed: give {self.text()}")
+
+
+def _bound(value: float | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, int) or (value.is_integer() and abs(value) < 1e15):  # 1000000, not 1e+06
+        return str(int(value))
+    return f"{value:g}"
+
+
+POSITIVE = Range(0, low_open=True)
+MAX_ATOMS = 256
+NON_NEGATIVE = Range(0)
+AT_LEAST_ONE = Range(1)
+SHARE = Range(0, 1)
+"""A probability or a mixing weight: [0, 1]."""
+LARGEST = 1e6
+"""The largest size any reward, coefficient, clip or value bound needs here (rewards are at most 100 a move):
+beyond it a setting is a typo (``1e300``) whose overflow would only show as NaN losses mid-run."""
+LEARNING_RATE = Range(0, 1, low_open=True)
+"""An optimizer's step size, (0, 1]: an Adam step moves every weight by about ``lr``, so above 1 nothing trains."""
+COEFFICIENT = Range(0, LARGEST)
+"""A loss weight or a noise scale, [0, 1e6]."""
+CLIP = Range(0, LARGEST, low_open=True)
+"""A clip or a bound that must be positive, (0, 1e6]."""
+
+
+class CheckedSettings:
+    """Settings that check themselves: `RANGES` bounds every numeric field, `CHOICES` every named one; a
+    subclass adds what links fields in `check_more`. Every failure is a ValueError of one line naming
+    ``<prefix>.<field>``, its value and what is allowed."""
+
+    RANGES: ClassVar[dict[str, Range]] = {}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def check(self, prefix: str) -> None:
+        for name, allowed in self.RANGES.items():
+            allowed.check(f"{prefix}.{name}", getattr(self, name))
+        for name, choices in self.CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(f"{prefix}.{name}={value!r} is not allowed: choose {' or '.join(choices)}")
+        self.check_more(prefix)
+
+    def check_more(self, prefix: str) -> None:
+        """Checks across fields; none by default."""
+
+
+@dataclass
+class RLlibSettings(CheckedSettings):
+    """What the settings of every RLlib algorithm have; each algorithm's class gives its own defaults."""
+
+    name: str = ""
+    """Algorithm; fixed by the file chosen in conf/algo."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    lr_end: float | None = None
+    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
+    schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
+    gamma: float = 0.99
+    """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
+    train_batch_size: int = 8192
+    """Per learner update, per learner: env steps (PPO) or transitions drawn from the replay buffer (DQN)."""
+    grad_clip: float | None = 0.5
+    """Global gradient-norm clip; None: off."""
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
+        "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
+    }

@@ -1,0 +1,599 @@
+"""Games against agents: a new game, its view, the person's roll and move, the opponents' turns (``step``),
+the version a second tab polls, and a browser's unfinished games (``GET /api/saved``). Each game is a
+`Session`: an engine-checked `ludo_env.engine.Game` behind its own lock, kept in games.db until it ends, then
+recorded and, against league members, rated in the league."""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import secrets
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from launch.play import (
+    COLOUR_NAMES,
+    COLUMN_CELLS,
+    CORNERS,
+    HOME_CELLS,
+    TRACK_CELLS,
+    classic_geometry,
+    describe_move,
+    finishing_order,
+    token_cell,
+    where,
+)
+from launch.web.common import SHOWN_CHARS, Refused, log, one_line, refusals, shown
+from launch.web.site import Opponent, Site
+
+VARIANT_DIR = Path(__file__).resolve().parents[2] / "conf" / "variant"
+HUMAN = "human"  # the recorded player of the person's decisions, as launch/play.py records them
+HUMAN_DIR = "human"
+MAX_GAMES = 500  # games held in memory; the oldest finished ones go first
+REPLACEMENT = "random"  # the bot that takes a failed agent's seat
+HUMAN_MEMBER_PREFIX = "human:"  # a named person's league member: human:<name>
+NAME_PATTERN = r"[A-Za-z0-9._-](?:[A-Za-z0-9 ._-]{0,30}[A-Za-z0-9._-])?"  # a person's name for the league
+PLAYER_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"  # the browser's player token (localStorage), for its games list
+
+
+@functools.cache
+def offered_variants() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Name -> (its conf/variant file stem, what GET /api/options says of it) for the rule sets the classic board
+    draws: the only variants a game may name, and the only files a game loads."""
+    from ludo_env.rules import Rules
+
+    out = {}
+    for path in sorted(VARIANT_DIR.glob("*.yaml")):
+        rules = Rules.load(path.stem)
+        if classic_geometry(rules):
+            out[rules.name] = (path.stem, {"name": rules.name, "players": list(rules.allowed_players),
+                                           "tokens": rules.tokens})
+    return out
+
+
+def variants() -> list[dict[str, Any]]:
+    """The rule sets of conf/variant that the classic board draws, with their player counts."""
+    return [info for _, info in offered_variants().values()]
+
+
+# ------------------------------------------------------------------ what the page draws
+def board_geometry(rules) -> dict[str, Any]:
+    """The classic board's cells (`launch.play` geometry) for the rules: track, safe squares, columns."""
+    starts = list(rules.start_squares)
+    track = [{"square": s, "cell": list(cell), "safe": s in rules.safe_squares, "star": s in rules.star_squares,
+              "start": starts.index(s) if s in starts else None} for s, cell in sorted(TRACK_CELLS.items())]
+    return {"track": track, "columns": [[list(c) for c in cells[:rules.home_column]] for cells in COLUMN_CELLS],
+            "home": [list(c) for c in HOME_CELLS], "corners": [list(c) for c in CORNERS],
+            "colours": [COLOUR_NAMES[c] for c in rules.seat_colours]}
+
+
+def token_places(rules, tokens: np.ndarray) -> list[list[dict[str, Any]]]:
+    return [[{"token": t, "progress": int(p), "where": where(rules, seat, int(p)),
+              "cell": list(token_cell(rules, seat, t, int(p)))} for t, p in enumerate(row)]
+            for seat, row in enumerate(tokens)]
+
+
+def move_options(game, names: list[str]) -> list[dict[str, Any]]:
+    """Each legal token with what moving it does, in play.py's words, and tags for the page's colours."""
+    rules, seat = game.rules, game.current
+    before = game.tokens
+    options = []
+    for token in game.legal_tokens():
+        trial = game.copy()
+        trial.move(token)
+        after = trial.tokens
+        start, end = int(before[seat, token]), int(after[seat, token])
+        tags = []
+        if start < 0 <= end:
+            tags.append("enter")
+        if any((after[s] < before[s]).any() for s in range(rules.players) if s != seat):
+            tags.append("capture")
+        if end == rules.home:
+            tags.append("home")
+        elif 0 <= end < rules.track_steps and (rules.seat_starts[seat] + end) % rules.track_squares in rules.safe_squares:
+            tags.append("safe")
+        options.append({"token": token, "text": describe_move(game, token, names), "tags": tags})
+    return options
+
+
+# ------------------------------------------------------------------ one game
+class Session:
+    """One game of the person against opponents, with every decision kept for its record."""
+
+    def __init__(self, site: Site, rules, you: int, opponents: dict[int, Opponent], seed: int, *,
+                 game_id: str | None = None, player: str | None = None, name: str | None = None,
+                 started: datetime | None = None):
+        from ludo_env.engine import Game
+
+        self.id = game_id or secrets.token_urlsafe(12)
+        self.site, self.rules, self.you, self.seed = site, rules, you, seed
+        self.player, self.name = player, name  # the browser's token (its games list) and the league name
+        self.opponents = opponents
+        self.players = {seat: site.player(o, seed + 1 + k, rules)
+                        for k, (seat, o) in enumerate(sorted(opponents.items()))}
+        self.game = Game(rules, seed=seed)
+        self.names = [COLOUR_NAMES[c] for c in rules.seat_colours]
+        self.labels = ["you" if s == you else opponents[s].label for s in range(rules.players)]
+        self.specs = {seat: o.spec for seat, o in opponents.items()}  # who is recorded: a replacement changes it
+        self.notices: list[str] = []  # what the page must tell the person: an agent that failed and was replaced
+        self.log: list[dict[str, Any]] = []  # every roll: seat, die, token (None: no move), text
+        self.decisions: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # spec, state, legal mask, token
+        self.started = started or datetime.now(UTC)
+        self.touched = time.monotonic()
+        self.record: str | None = None
+        self.rated: str | None = None  # what the league made of the finished game, for the page
+        # Every roll ["r", die], move ["m", seat, token, spec] and replacement ["x", seat, notice], in order: what
+        # games.db keeps; replayed from the seed, they give this game back after a restart. Their count is the
+        # view's version, which a second tab compares to follow the game.
+        self.events: list[list[Any]] = []
+        self.lock = threading.Lock()
+
+    # -------------------------------------------------------------- kept on disk until it ends
+    def row(self) -> dict[str, Any]:
+        return {"id": self.id, "player": self.player, "name": self.name, "variant": self.rules.name,
+                "players": self.rules.players, "you": self.you, "seed": self.seed,
+                "opponents": {str(s): o.id for s, o in self.opponents.items()},
+                "started": self.started.isoformat(), "events": self.events}
+
+    def persist(self) -> None:
+        """The game's row in games.db as it is now (dropped once the game is over and recorded). A disk that
+        fails is logged: the game goes on in memory."""
+        shelf = self.site.shelf
+        if shelf is None:
+            return
+        try:
+            if self.game.over:
+                shelf.drop(self.id)
+            else:
+                shelf.put(self.row())
+        except Exception as err:  # noqa: BLE001 - sqlite3 or the disk; the game itself is fine
+            log.error("game %s could not be kept in games.db: %s", self.id, one_line(err))
+
+    @classmethod
+    def restore(cls, site: Site, row: dict[str, Any]) -> Session:
+        """A game from its games.db row, its events replayed through the engine from the seed. An opponent id
+        this server no longer offers (an agents= entry gone, a league member evicted) is played by the random
+        bot from here on, and the game's notices say so. `ValueError` when the row cannot be replayed."""
+        from ludo_env.rules import Rules
+
+        offered = offered_variants()
+        if row["variant"] not in offered:
+            raise ValueError(f"variant {row['variant']!r} is not offered now")
+        rules = Rules.load(offered[row["variant"]][0], players=int(row["players"]))
+        opponents, gone = {}, {}
+        for seat, opponent_id in sorted(row["opponents"].items()):
+            try:
+                opponents[seat] = site.opponent(opponent_id)
+            except Refused:
+                gone[seat] = opponent_id
+                opponents[seat] = Opponent(str(opponent_id), str(opponent_id)[:SHOWN_CHARS], "gone", REPLACEMENT)
+        session = cls(site, rules, int(row["you"]), opponents, int(row["seed"]), game_id=row["id"],
+                      player=row["player"], name=row["name"], started=datetime.fromisoformat(row["started"]))
+        for event in row["events"]:
+            kind = event[0]
+            if kind == "r":
+                session._draw_and_roll()
+                if session.events[-1] != event:
+                    raise ValueError(f"the dice do not replay: {event} became {session.events[-1]}")
+            elif kind == "m":
+                _, seat, token, spec = event
+                if seat != session.game.current or token not in session.game.legal_tokens():
+                    raise ValueError(f"move {event} is not legal in the replayed position")
+                session._move(seat, token, spec)
+            elif kind == "x":
+                session._replace(event[1], notice=event[2])
+            else:
+                raise ValueError(f"unknown event {event!r}")
+        for seat, opponent_id in gone.items():
+            if session.specs[seat] != REPLACEMENT or seat not in {e[1] for e in row["events"] if e[0] == "x"}:
+                session._replace(seat, notice=f"{session.names[seat]} ({opponent_id}) is not offered by this "
+                                              f"server since it restarted; {REPLACEMENT} plays its seat from now on")
+        return session
+
+    def who(self, seat: int) -> str:
+        return f"{self.names[seat]} ({self.labels[seat]})"
+
+    # -------------------------------------------------------------- turns
+    def turn(self) -> str:
+        if self.game.over:
+            return "over"
+        if self.game.current != self.you:
+            return "opponent"
+        return "move" if self.game.awaiting_move else "roll"
+
+    def _move(self, seat: int, token: int, spec: str) -> None:
+        game = self.game
+        die = game.die
+        text = describe_move(game, token, self.names)
+        self.decisions.append((spec, game.state.copy(), game.legal_mask(), token))
+        events = game.move(token)
+        self.events.append(["m", seat, token, spec])
+        if "seat_finished" in events and not game.over:
+            text += f"; {self.names[seat]} has every token home"
+        self.log.append({"seat": seat, "die": die, "token": token, "text": f"{self.who(seat)} rolls {die}: {text}"})
+        if game.over:
+            self.save()
+            self.rated = self.rate()
+
+    def roll(self) -> None:
+        self._require("roll")
+        self._draw_and_roll()
+        self.persist()
+
+    def _draw_and_roll(self) -> bool:
+        from ludo_env.engine import rng as dice
+
+        # the draw Game.roll() would make itself, taken here so that a roll with no move can still be shown
+        die = int(dice.die(self.game.rng, 0))
+        seat = self.game.current
+        events = self.game.roll(die)
+        self.events.append(["r", die])
+        if self.game.awaiting_move:
+            return True
+        lost = "the third six in a row, the roll is lost" if "forfeit" in events else "no move"
+        again = ", rolls again" if "bonus_roll" in events else ""
+        self.log.append({"seat": seat, "die": die, "token": None, "text": f"{self.who(seat)} rolls {die}: {lost}{again}"})
+        return False
+
+    def move(self, token: Any, seat: int | None = None) -> None:
+        if seat is not None and seat != self.you:
+            name = self.names[seat] if 0 <= seat < self.rules.players else f"seat {shown(seat)}"
+            raise Refused(409, f"that is {name}'s token: you play {self.names[self.you]}")
+        if self.turn() != "move":
+            self._require("move")
+        legal = self.game.legal_tokens()
+        if not isinstance(token, int) or isinstance(token, bool) or token not in legal:
+            allowed = " or ".join(str(t) for t in legal)
+            raise Refused(409, f"token {shown(token)} cannot move with a {self.game.die}: move token {allowed}")
+        self._move(self.you, token, HUMAN)
+        self.persist()
+
+    def step(self) -> None:
+        """One opponent roll, and its move if it has one."""
+        turn = self.turn()
+        if turn != "opponent":
+            raise Refused(409, "the game is over" if turn == "over" else "it is your turn: roll or move, not step")
+        seat = self.game.current
+        if not self._draw_and_roll():
+            self.persist()
+            return
+        game = self.game
+        mask = game.legal_mask()[None].astype(np.int8)
+        states = game.state[None].copy()
+        try:
+            token = self.site.choose(self.players[seat], states, game.table, mask, self.who(seat))
+        except Exception as err:  # noqa: BLE001 - the agent's own code; the die is rolled, the game must go on
+            self._replace(seat, err)
+            token = int(self.players[seat].act(states, game.table, mask)[0])
+        self._move(seat, token, self.specs[seat])
+        self.persist()
+
+    def _replace(self, seat: int, err: Exception | None = None, notice: str | None = None) -> None:
+        """The random bot takes the seat of an agent that failed (or is gone), for the rest of this game: the
+        person's game goes on, and the view's notices say why."""
+        from policies.players import make_player
+
+        if notice is None:
+            notice = f"{self.who(seat)} failed: {one_line(err)}; {REPLACEMENT} plays its seat from now on"
+        log.warning("game %s: %s", self.id, notice)
+        self.events.append(["x", seat, notice])
+        self.notices.append(notice)
+        self.players[seat] = make_player(REPLACEMENT, seed=self.seed + 1 + len(self.names) + seat)
+        self.specs[seat] = REPLACEMENT
+        self.labels[seat] = f"{REPLACEMENT}, for {self.labels[seat]}"
+
+    def _require(self, action: str) -> None:
+        turn = self.turn()
+        if turn == action:
+            return
+        if turn == "over":
+            raise Refused(409, f"the game is over: no more {action}s; start a new game")
+        if turn == "opponent":
+            raise Refused(409, f"it is not your turn: {self.who(self.game.current)} is to play")
+        if turn == "roll":
+            raise Refused(409, "roll the die first: you have not rolled yet")
+        raise Refused(409, f"you rolled {self.game.die}: move one of your highlighted tokens before rolling again")
+
+    # -------------------------------------------------------------- the record
+    def save(self) -> None:
+        """Every decision in the records format, written to a temporary file and renamed into place."""
+        from policies.records import RecordWriter
+
+        stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
+        name = f"{stamp}-{self.id[:8]}.jsonl"
+        game_id = f"serve:{self.seed}:{self.started.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        targets = [(self.site.records / name, None), (self.site.records / HUMAN_DIR / name, HUMAN)]
+        for path, only in targets:
+            rows = [d for d in self.decisions if only is None or d[0] == only]
+            if not rows:
+                continue
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.unlink(missing_ok=True)
+            try:
+                writers: dict[str, RecordWriter] = {}
+                for spec, state, mask, token in rows:
+                    writer = writers.setdefault(spec, RecordWriter(tmp, self.rules, spec))
+                    writer.write([game_id], state[None], mask[None], [token])
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+        self.record = name
+        log.info("saved %s (%d decisions)", self.site.records / name, len(self.decisions))
+
+    # -------------------------------------------------------------- its rating in the league
+    def rating_members(self) -> dict[int, str] | str:
+        """The league member name of each opponent seat of this finished game, or why it is not rated."""
+        from policies.players import bot_names
+
+        if self.site.league is None:
+            return "not rated: this server has no league"
+        if not self.name:
+            return "not rated: you gave no name"
+        from policies.league.store import LeagueStore
+
+        with LeagueStore.open(self.site.league.db_path, create=False, read_only=True) as store:
+            members = store.members()
+        out = {}
+        for seat, opponent in self.opponents.items():
+            if self.specs[seat] != opponent.spec:
+                return f"not rated: {self.names[seat]}'s agent was replaced by {REPLACEMENT}"
+            if opponent.kind == "league":
+                name = opponent.id.partition(":")[2]
+            elif opponent.kind == "bot":  # a seed bot that is a league member as a bot
+                name = next((m.name for m in members if m.kind == "bot" and m.spec == opponent.spec
+                             and opponent.spec in bot_names()), None)
+            else:
+                name = None
+            if name is None or not any(m.name == name for m in members):
+                return f"not rated: {opponent.label} is not a league member"
+            out[seat] = name
+        return out
+
+    def rate(self) -> str | None:
+        """A finished game of a named person against league members, rated in the league: the person is member
+        ``human:<name>`` (kind human), the game a match of its own rating round, every seat's openskill rating
+        updated from it. What came of it, for the page; None without a league. One short transaction: a training
+        run writes to the same database."""
+        if self.site.league is None:
+            return None
+        from policies.league.ratings import rate_games
+        from policies.league.store import LeagueStore
+
+        try:
+            seats = self.rating_members()
+            if isinstance(seats, str):
+                return seats
+            name = f"{HUMAN_MEMBER_PREFIX}{self.name}"
+            with self.site.rating_lock, LeagueStore.open(self.site.league.db_path, create=False) as store:
+                with store.transaction():
+                    person = store.ensure_member(name, kind="human", spec=HUMAN)
+                    ids = [person.id if s == self.you else store.member(seats[s]).id
+                           for s in range(self.rules.players)]
+                    places = [int(p) for p in self.game.places]
+                    round_id = store.add_round(label="human", variant=self.rules.name)
+                    store.add_matches(round_id, self.rules.name, [(ids, places)])
+                    current = {m: (store.member(m).mu, store.member(m).sigma) for m in ids}
+                    store.set_ratings(round_id, rate_games([(ids, places)], current))
+                    after = store.member(person.id)
+            return f"rated in the league as {name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
+        except Exception as err:  # noqa: BLE001 - the league is another process's file: the game is recorded
+            log.error("game %s could not be rated in the league: %s", self.id, one_line(err))
+            return "not rated: the league database could not be written now"
+
+    # -------------------------------------------------------------- what the page shows
+    def view(self) -> dict[str, Any]:
+        game, rules = self.game, self.rules
+        turn = self.turn()
+        return {
+            "id": self.id, "variant": rules.name, "players": rules.players, "you": self.you, "seed": self.seed,
+            "seats": [{"seat": s, "colour": self.names[s], "player": self.labels[s]} for s in range(rules.players)],
+            "current": game.current, "die": game.die, "turn": turn,
+            "legal": move_options(game, self.names) if turn == "move" else [],
+            "tokens": token_places(rules, game.tokens),
+            "log": self.log, "over": game.over, "places": game.places,
+            "order": finishing_order(game, [self.who(s) for s in range(rules.players)]) if game.over else None,
+            "record": self.record, "board": board_geometry(rules), "notices": self.notices,
+            "version": len(self.events), "name": self.name, "rated": self.rated,
+        }
+
+
+# ------------------------------------------------------------------ the API's bodies
+Opponents = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=16)]
+
+
+class NewGame(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
+        {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"]},
+        {"variant": "classic", "players": 4, "seat": 2, "opponents": ["bot:hybrid", "bot:random", "bot:fast"]}]})
+    variant: str = Field("classic", max_length=200)
+    """A name from GET /api/options' variants."""
+    players: int = Field(4, ge=1, le=16)
+    seat: int = Field(0, ge=0, le=15)
+    opponents: Opponents
+    """Ids from GET /api/options' opponents, one per other seat."""
+    player: str | None = Field(None, pattern=PLAYER_PATTERN)
+    """The browser's own token (kept in its localStorage): GET /api/saved lists its unfinished games."""
+    name: str | None = Field(None, max_length=200)
+    """The person's name for the league: 1-32 letters, digits, spaces, '.', '_' or '-'."""
+
+
+class Move(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{"token": 0},
+                                                                                         {"token": 2, "seat": 0}]})
+    token: int = Field(ge=-(2**31), le=2**31)
+    seat: int | None = Field(None, ge=-(2**31), le=2**31)
+    """The seat of the token clicked, when the page knows it: another seat's token is refused by name."""
+
+
+class Version(BaseModel):
+    version: int
+    """How many rolls, moves and replacements the game has had: a view of another version is stale."""
+    turn: str
+
+
+class Saved(BaseModel):
+    id: str
+    variant: str
+    players: int
+    you: int
+    opponents: list[str]
+    moves: int
+    started: str
+
+
+class SavedList(BaseModel):
+    games: list[Saved]
+
+
+# ------------------------------------------------------------------ the games in memory, and the API over them
+class GameTable:
+    """The games in memory, by id, at most `MAX_GAMES`: an unfinished one dropped from memory, or not loaded
+    yet, comes back from games.db when it is asked for."""
+
+    def __init__(self, site: Site):
+        self.site = site
+        self._games: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def restore_unfinished(self) -> None:
+        """The unfinished games of the last run, played on from where they were."""
+        if self.site.shelf is None:
+            return
+        restored = [self.restore(row) for row in self.site.shelf.rows()[-MAX_GAMES:]]
+        if restored:
+            log.info("restored %d unfinished games from %s", sum(g is not None for g in restored),
+                     self.site.shelf.path)
+
+    def restore(self, row: dict[str, Any]) -> Session | None:
+        """An unfinished game from games.db into memory, or None (logged) when it cannot be replayed."""
+        try:
+            game = Session.restore(self.site, row)
+        except Exception as err:  # noqa: BLE001 - a row of another version, an agent that cannot play it now
+            log.error("unfinished game %s cannot be restored: %s", row.get("id"), one_line(err))
+            return None
+        self.keep(game)
+        return game
+
+    def keep(self, game: Session) -> None:
+        with self._lock:
+            # out of memory only: an unfinished one stays in games.db and comes back
+            if len(self._games) >= MAX_GAMES:
+                oldest = min(self._games.values(), key=lambda g: (not g.game.over, g.touched))
+                del self._games[oldest.id]
+            self._games.setdefault(game.id, game)
+
+    def session(self, game_id: str) -> Session:
+        with self._lock:
+            found = self._games.get(game_id)
+        if found is None and self.site.shelf is not None and len(game_id) <= SHOWN_CHARS:
+            # a game held out of memory by MAX_GAMES: back from games.db, looked up by its id alone
+            rows = [r for r in self.site.shelf.rows() if r["id"] == game_id]
+            if rows and self.restore(rows[0]) is not None:
+                with self._lock:
+                    found = self._games.get(game_id)
+        if found is None:
+            raise Refused(404, f"no game {shown(game_id)} on this server: start a new game")
+        found.touched = time.monotonic()
+        return found
+
+    def unfinished_of(self, player: str) -> list[Session]:
+        """The unfinished games started with a browser's player token, newest first."""
+        with self._lock:
+            mine = [g for g in self._games.values() if g.player == player and not g.game.over]
+        mine.sort(key=lambda g: g.started, reverse=True)
+        return mine
+
+
+def routes(site: Site) -> APIRouter:
+    """The game API, over the site's games: those restored from games.db and those started from here on."""
+    from ludo_env.rules import Rules, RulesError
+
+    router = APIRouter()
+    games = GameTable(site)
+    games.restore_unfinished()
+
+    @router.get("/api/options")
+    def options():
+        return {"variants": variants(), "league": site.league is not None,
+                "opponents": [{"id": o.id, "label": o.label, "kind": o.kind} for o in site.opponents()]}
+
+    @router.post("/api/games", responses=refusals(400, 413, 422))
+    def new_game(body: NewGame):
+        offered = offered_variants()
+        if body.variant not in offered:  # looked up before anything is loaded: a name is never a path
+            raise Refused(422, f"variant {shown(body.variant)} is not offered: choose one of {', '.join(offered)}")
+        try:
+            rules = Rules.load(offered[body.variant][0], players=body.players)
+        except RulesError as err:
+            raise Refused(422, str(err)) from None
+        if not 0 <= body.seat < rules.players:
+            raise Refused(422, f"seat {body.seat} is not a seat of a {rules.players}-player game: "
+                               f"choose 0..{rules.players - 1}")
+        if len(body.opponents) != rules.players - 1:
+            raise Refused(422, f"a {rules.players}-player game needs {rules.players - 1} opponents, "
+                               f"got {len(body.opponents)}")
+        if body.name is not None and not re.fullmatch(NAME_PATTERN, body.name):
+            raise Refused(422, f"name {shown(body.name)} is not allowed: give 1-32 letters, digits, spaces, '.', "
+                               "'_' or '-', not starting or ending with a space")
+        chosen = [site.opponent(o) for o in body.opponents]
+        others = [s for s in range(rules.players) if s != body.seat]
+        game = Session(site, rules, body.seat, dict(zip(others, chosen)), secrets.randbelow(10**6),
+                       player=body.player, name=body.name)
+        games.keep(game)
+        game.persist()
+        return game.view()
+
+    @router.get("/api/games/{game_id}/version", response_model=Version, responses=refusals(404, 422))
+    def game_version(game_id: str):
+        """What a tab polls to follow a game played in another tab: cheap, and the same count as the view's."""
+        game = games.session(game_id)
+        with game.lock:
+            return {"version": len(game.events), "turn": game.turn()}
+
+    @router.get("/api/saved", response_model=SavedList, responses=refusals(422))
+    def saved(player: str = Query(pattern=PLAYER_PATTERN)):
+        """The unfinished games started with this browser's player token, newest first."""
+        return {"games": [{"id": g.id, "variant": g.rules.name, "players": g.rules.players, "you": g.you,
+                           "opponents": [g.labels[s] for s in range(g.rules.players) if s != g.you],
+                           "moves": sum(e[0] == "m" for e in g.events),
+                           "started": g.started.strftime("%Y-%m-%d %H:%M UTC")}
+                          for g in games.unfinished_of(player)[:50]]}
+
+    @router.get("/api/games/{game_id}", responses=refusals(404, 422))
+    def get_game(game_id: str):
+        game = games.session(game_id)
+        with game.lock:
+            return game.view()
+
+    @router.post("/api/games/{game_id}/roll", responses=refusals(404, 409, 413, 422))
+    def roll(game_id: str):
+        game = games.session(game_id)
+        with game.lock:
+            game.roll()
+            return game.view()
+
+    @router.post("/api/games/{game_id}/move", responses=refusals(400, 404, 409, 413, 422))
+    def move(game_id: str, body: Move):
+        game = games.session(game_id)
+        with game.lock:
+            game.move(body.token, body.seat)
+            return game.view()
+
+    @router.post("/api/games/{game_id}/step", responses=refusals(404, 409, 413, 422))
+    def step(game_id: str):
+        game = games.session(game_id)
+        with game.lock:
+            game.step()
+            return game.view()
+
+    return router
