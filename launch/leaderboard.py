@@ -26,7 +26,8 @@ Arguments are key=value, and one flag:
     and the printed URL names it).
 
 The page (`policies.league.leaderboard.render_html`) holds the ranking by
-conservative rating (mu - 3 sigma) with each member's kind, games, panel win
+openskill mu, members within noise of each other sharing a rank (`ranked`),
+with each member's 95% interval, kind, games, panel win
 rate against random bots and status (evicted members stay, greyed), the
 rating history over training iterations, the head-to-head matrix, and main's
 evaluation win rates over environment steps.

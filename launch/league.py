@@ -172,24 +172,31 @@ def panel_player(league, rules, games: int, seed: int):
 
 
 def standings(store) -> str:
-    """Members by openskill ordinal, with each one's panel win rate and its score against the field over every
-    rated game it played (`policies.league.ratings.field_scores`: the share of opponents it finished ahead of)."""
+    """Members strongest first with their shared rank (`policies.league.leaderboard.ranked`: 1 + the members clearly
+    rated above, so members within noise of each other share a rank), mu with its 95% interval, each one's panel
+    win rate and its score against the field over every rated game it played
+    (`policies.league.ratings.field_scores`: the share of opponents it finished ahead of)."""
+    from policies.league.leaderboard import mu_interval, ranked
     from policies.league.ratings import field_scores
 
-    scores = field_scores((m.seats, m.places) for m in store.matches())
-    members = sorted(store.members(), key=lambda m: -m.ordinal)
-    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'mu':>6} {'sigma':>6} {'ordinal':>8}  {'vs 3 random':<11}  "
+    matches = store.matches()
+    scores = field_scores((m.seats, m.places) for m in matches)
+    order = ranked(store.members(), {member_id: games for member_id, (_, _, games) in scores.items()})
+    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  {'vs 3 random':<11}  "
              f"ahead of field (games)"]
-    for i, m in enumerate(members, 1):
+    for m, rank in order:
         random_record = (m.panel or {}).get("random")
         vs_random = f"{100 * random_record['win_rate']:.1f}%" if random_record else "-"
         ahead = "-"
         if m.id in scores:
             mean, half_width, games = scores[m.id]
             ahead = f"{100 * mean:.1f}% ± {100 * half_width:.1f} ({games:,})"
+        low, high = mu_interval(m)
         status = "  (evicted)" if not m.active else ""
-        lines.append(f"{i:>3}  {m.name:<32} {m.kind:<9} {m.mu:6.2f} {m.sigma:6.2f} {m.ordinal:8.2f}  "
-                     f"{vs_random:<11}  {ahead}{status}")
+        lines.append(f"{'-' if rank is None else rank:>3}  {m.name:<32} {m.kind:<9} {m.mu:6.2f} {m.sigma:6.2f}  "
+                     f"{f'{low:.1f} to {high:.1f}':<13}  {vs_random:<11}  {ahead}{status}")
+    lines.append("# is 1 + the members clearly rated above (their mu, 95% wholly above): members sharing a rank "
+                 "are within noise of each other")
     return "\n".join(lines)
 
 

@@ -5,9 +5,16 @@
     Path("leaderboard.html").write_text(render_html(store, metrics, title="ppo_selfplay"))
 
 `ranking` orders every member who ever joined (evicted ones too, marked by
-``active``) by openskill's conservative rating, ``ordinal = mu - 3 sigma``,
-so a member that has played little (large sigma) does not top the table on
-a lucky start. Its columns are `COLUMNS`: ``games`` counts the rated matches
+``active``) by `ranked`: its ``rank`` is 1 + the number of members whose
+openskill rating is clearly above its own (its 95% interval, mu +- 1.96
+sigma, wholly above: `policies.league.ratings.shared_ranks`), so members
+within noise of each other share a rank and every member of rank 1
+is best within the intervals; rows of one rank go by mu. A member that never
+played a rated game has no rank (None) and comes last: a rating nothing has
+tested says nothing. Ranking by ``ordinal = mu - 3 sigma`` instead would put
+a member down for its sigma, which is larger for main (widened every round,
+as it trains) and for members that played little, not for playing worse.
+Its columns are `COLUMNS`: ``games`` counts the rated matches
 the member sat in; ``ahead_of_field`` its score against the field over them
 (`policies.league.ratings.field_scores`: the share of its opponents it
 finished ahead of, per game; None before its first game), the steadier order
@@ -39,11 +46,11 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.league.ratings import field_scores, head_to_head
+from policies.league.ratings import CLEARLY_AHEAD_Z, field_scores, head_to_head, shared_ranks
 from policies.league.store import LeagueStore, Match, Member
 
 COLUMNS = ("rank", "name", "kind", "mu", "sigma", "ordinal", "games", "ahead_of_field", "win_rate_vs_random",
@@ -63,15 +70,40 @@ class _League:
 
     path: str
     members: list[Member]  # ranked, strongest first
+    ranks: list[int | None]  # each member's shared rank (`ranked`)
     matches: list[Match]
     history: list[dict[str, Any]]
     rounds: int
 
     @classmethod
     def read(cls, store: LeagueStore) -> _League:
-        # The name breaks ties so equal ratings (members that never played) keep one order across renders.
-        members = sorted(store.members(), key=lambda m: (-m.ordinal, m.name))
-        return cls(str(store.path), members, store.matches(), store.rating_history(), len(store.rounds()))
+        matches = store.matches()
+        order = ranked(store.members(), games_played(matches))
+        return cls(str(store.path), [m for m, _ in order], [rank for _, rank in order], matches,
+                   store.rating_history(), len(store.rounds()))
+
+
+def games_played(matches: Sequence[Match]) -> Counter:
+    """Rated games per member id, a member counted once per game whatever seats it held."""
+    played: Counter = Counter()
+    for match in matches:
+        played.update(set(match.seats))
+    return played
+
+
+def ranked(members: Sequence[Member], games: Mapping[int, int]) -> list[tuple[Member, int | None]]:
+    """`members` strongest first, each with its shared rank (module docstring); those without a rated game in
+    `games` (per member id) last, by mu, with rank None."""
+    by_name = sorted(members, key=lambda m: m.name)  # one order across renders for equal ratings
+    played = {m.id: m for m in by_name if games.get(m.id)}
+    order = [(played[i], rank) for i, rank in shared_ranks({i: (m.mu, m.sigma) for i, m in played.items()})]
+    unplayed = sorted((m for m in by_name if m.id not in played), key=lambda m: -m.mu)
+    return order + [(m, None) for m in unplayed]
+
+
+def mu_interval(member: Member) -> tuple[float, float]:
+    """The member's mu with its 95% interval, as the ranking compares them."""
+    return member.mu - CLEARLY_AHEAD_Z * member.sigma, member.mu + CLEARLY_AHEAD_Z * member.sigma
 
 
 def _panel_entry(member: Member, opponent: str = PANEL_BASELINE) -> dict[str, Any] | None:
@@ -82,17 +114,15 @@ def _panel_entry(member: Member, opponent: str = PANEL_BASELINE) -> dict[str, An
 
 
 def ranking(store: LeagueStore) -> list[dict[str, Any]]:
-    """One row per member (evicted ones included), highest ordinal first, with the keys in `COLUMNS`."""
+    """One row per member (evicted ones included), strongest first (`ranked`), with the keys in `COLUMNS`."""
     return _ranking(_League.read(store))
 
 
 def _ranking(league: _League) -> list[dict[str, Any]]:
-    played: Counter = Counter()
-    for match in league.matches:
-        played.update(set(match.seats))  # a member is counted once per game, whatever seats it held
+    played = games_played(league.matches)
     scores = field_scores((m.seats, m.places) for m in league.matches)
     rows = []
-    for rank, member in enumerate(league.members, start=1):
+    for rank, member in zip(league.ranks, league.members):
         panel = _panel_entry(member)
         score = scores.get(member.id)
         rows.append({
@@ -309,14 +339,15 @@ def _ranking_table(league: _League) -> str:
     for member, row in zip(league.members, _ranking(league)):
         name = html.escape(row["name"], quote=True)
         status = "active" if row["active"] else "evicted"
+        low, high = mu_interval(member)
         body.append(
             f'<tr data-member="{name}" class="{status}">'
-            f'<td class="num">{row["rank"]}</td>'
+            f'<td class="num">{MISSING if row["rank"] is None else row["rank"]}</td>'
             f'<td class="name" title="{html.escape(member.spec, quote=True)}">{name}</td>'
             f'<td><span class="kind kind-{row["kind"]}">{row["kind"]}</span></td>'
             f'<td class="num">{_number(row["mu"])}</td>'
             f'<td class="num">{_number(row["sigma"])}</td>'
-            f'<td class="num strong">{_number(row["ordinal"])}</td>'
+            f'<td class="num strong">{_number(low)} to {_number(high)}</td>'
             f'<td class="num">{row["games"]:,}</td>'
             f'<td class="num">{_percent(row["ahead_of_field"])}</td>'
             f'{_win_rate_cell(member)}'
@@ -324,9 +355,11 @@ def _ranking_table(league: _League) -> str:
             f'<td>{status}</td>'
             "</tr>"
         )
-    head = ('<tr><th class="num">#</th><th>member</th><th>kind</th><th class="num">mu</th>'
+    head = ('<tr><th class="num" title="1 + the members clearly rated above it: members within noise of each other '
+            'share a rank">#</th><th>member</th><th>kind</th><th class="num">mu</th>'
             '<th class="num">sigma</th>'
-            '<th class="num" title="mu - 3 sigma: the rating it holds with high confidence">ordinal</th>'
+            '<th class="num" title="mu &#177; 1.96 sigma: a member whose interval lies wholly above another\'s is '
+            'clearly stronger">mu, 95%</th>'
             '<th class="num" title="rated games it played">games</th>'
             '<th class="num" title="per game, the share of its opponents it finished ahead of, over its games">'
             "ahead of field</th>"
@@ -382,8 +415,10 @@ nav.site a.here { color: #fff; font-weight: bold; border-bottom: 2px solid #fff;
   th, td { padding: 5px 3px; }
   .kind { padding: 0 5px; font-size: 11px; }
   th { white-space: normal; vertical-align: bottom; }
-  /* mu, sigma, iteration and status give way: the ordinal and the greyed rows say them in short */
+  /* mu, sigma, iteration and status give way: the interval and the greyed rows say them in short */
   #ranking :is(th, td):is(:nth-child(4), :nth-child(5), :nth-child(10), :nth-child(11)) { display: none; }
+  /* the interval's two ends may stack */
+  #ranking td:nth-child(6) { white-space: normal; }
   .plot-box > .plot { min-width: var(--min-width, 0px); }
 }
 """
@@ -476,8 +511,10 @@ def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     head_to_head = _head_to_head_figure(league)
     sections = [
-        ("Ranking", ("Ordered by ordinal = mu \u2212 3 sigma (openskill Plackett-Luce), strongest first; "
-                     "greyed rows are evicted members. People (kind human) are ranked with the agents: a "
+        ("Ranking", ("Strongest first by openskill Plackett-Luce mu; # is 1 + the members clearly rated above "
+                     "(their 95% interval of mu wholly above), so members within noise of each other share a "
+                     "rank and each of rank 1 is best within the intervals; a member with no "
+                     "rated game has none. Greyed rows are evicted members. People (kind human) are ranked with the agents: a "
                      "game played under a name on the play page against league members only is rated; a game "
                      "against any non-member is not."), _ranking_table(league)),
         ("Rating history", ("Each member's mu after every rating round it played (dotted: evicted). "

@@ -18,8 +18,10 @@ Snapshot rule (`LeagueSettings`)
     mean chance to finish ahead of the league's other members in the last
     rating round reaches ``snapshot_win_rate`` (None: off). At most
     ``max_snapshots`` snapshots are active, one per RLlib module slot; a new
-    snapshot beyond that evicts the active snapshot with the lowest
-    conservative rating (mu - 3 sigma), which keeps its records.
+    snapshot beyond that evicts the active snapshot with the lowest mu, which
+    keeps its records. (Not the lowest mu - 3 sigma: frozen members' sigma
+    shrinks with their games, so that would evict the newest snapshots, which
+    have played least, however strong.)
 
 Matchmaking (`matchmaker`, a `policies.league.pool.Matchmaker`)
     One seat is always main. Every other seat is main (``main_weight``: pure
@@ -36,9 +38,11 @@ Rating rounds (`rating_round`)
     the fast evaluator (`policies.tournament.play_tournament`: seats rotate,
     dice from the round's seed) with every member greedy. Each finished game
     is stored with its full finishing order, and openskill's Plackett-Luce
-    model updates every member's rating game by game; the ratings after the
-    round go to the rating history. Everything a round writes commits in one
-    transaction.
+    model updates every member's rating game by game, with no per-game drift
+    (frozen members do not change) but main's sigma widened first, since main
+    trained since its last round (`policies.league.ratings.LEAGUE_TAU`,
+    ``MAIN_DRIFT``); the ratings after the round go to the rating history.
+    Everything a round writes commits in one transaction.
 """
 from __future__ import annotations
 
@@ -53,7 +57,15 @@ from pathlib import Path
 from typing import Any
 
 from policies.league.pool import Matchmaker, bot_module_id, snapshot_id
-from policies.league.ratings import ahead_rate, head_to_head, pfsp_weight, rate_games
+from policies.league.ratings import (
+    LEAGUE_TAU,
+    MAIN_DRIFT,
+    ahead_rate,
+    clearly_ahead,
+    head_to_head,
+    pfsp_weight,
+    rate_games,
+)
 from policies.league.store import LeagueStore, Member
 
 MAIN_MEMBER = "main"
@@ -243,10 +255,22 @@ class League:
         self.store.update_member(main.id, panel=dict(panel), iteration=iteration, env_steps=env_steps)
 
     def main_standing(self) -> tuple[int, int, Member]:
-        """Main's place among the active members by conservative rating, their count, and main."""
-        members = sorted(self.store.members(active_only=True), key=lambda m: -m.ordinal)
-        place = next(i for i, m in enumerate(members, 1) if m.name == MAIN_MEMBER)
-        return place, len(members), members[place - 1]
+        """Main's shared rank among the active members that played a rated game (`leaderboard.ranked`: 1 + those
+        clearly rated above it), how many are ranked, and main."""
+        from policies.league.leaderboard import games_played, ranked
+
+        order = ranked(self.store.members(active_only=True), games_played(self.store.matches()))
+        rank = next(r for m, r in order if m.name == MAIN_MEMBER)
+        return rank, sum(r is not None for _, r in order), self.store.member(MAIN_MEMBER)
+
+    def within_noise(self, member: Member) -> list[Member]:
+        """The other active members that played and are not clearly rated apart from `member`, best first."""
+        from policies.league.leaderboard import games_played, ranked
+
+        rating = (member.mu, member.sigma)
+        order = ranked(self.store.members(active_only=True), games_played(self.store.matches()))
+        return [m for m, r in order if r is not None and m.id != member.id
+                and not clearly_ahead(rating, (m.mu, m.sigma)) and not clearly_ahead((m.mu, m.sigma), rating)]
 
     def active_snapshots(self) -> list[Member]:
         return self.store.members(active_only=True, kinds=["snapshot"])
@@ -281,7 +305,7 @@ class League:
             if free:
                 slot = free[0]
             else:
-                evicted = min(taken.values(), key=lambda m: (m.ordinal, m.iteration or 0))
+                evicted = min(taken.values(), key=lambda m: (m.mu, m.iteration or 0))
                 slot = evicted.slot
                 self.store.evict(evicted.id)
             # A snapshot is main at this moment: it starts from main's rating.
@@ -412,7 +436,8 @@ class League:
                                      seed + k))
             if progress is not None:
                 progress(k + 1, len(lineups))
-        ratings = rate_games(games, {m.id: (m.mu, m.sigma) for m in members})
+        ratings = rate_games(games, {m.id: (m.mu, m.sigma) for m in members}, tau=LEAGUE_TAU,
+                             changed={main.id: MAIN_DRIFT} if main is not None else None)
         with self.store.transaction():
             round_id = self.store.add_round(label, self.variant, iteration, env_steps)
             self.store.add_matches(round_id, self.variant, games)

@@ -103,6 +103,8 @@ class Matchmaker:
             for module, priority in zip(modules, priorities):
                 weights[module] = share * priority / sum(priorities)
         total = sum(weights.values())
+        if total <= 0:  # only externals had a share and every one was dropped mid-run: main plays on alone
+            return {MAIN: 1.0}
         return {m: w / total for m, w in weights.items()}
 
     def matchup(self, episode_key: str) -> Matchup:

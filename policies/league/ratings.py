@@ -19,6 +19,20 @@ and the finishing place of each seat, 1 first (ties share a place).
   steadier order.
 * `PFSP_WEIGHTINGS`: prioritized fictitious self-play (AlphaStar): weight an
   opponent by f(x), x = the learner's chance to finish ahead of it.
+* `shared_ranks`: a ranking that says which competitors are within noise of
+  each other: each one's rank is 1 + the number clearly ahead of it
+  (`clearly_ahead`: its 95% interval, mu +- 1.96 sigma, wholly above), so
+  near-equals share a rank instead of being ordered by luck.
+
+League ratings (`LEAGUE_TAU`, `MAIN_DRIFT`): a league member that is frozen (a
+snapshot, a bot, another run's agent) plays the same in every round, so every
+one of its games is evidence and its rating must not forget them: openskill's
+default ``tau`` adds 25/300 to sigma on every game, which holds sigma near 1.6
+whatever the games and lets mu wander by that much, so a league of near-equal
+snapshots was ordered by that wander. The league rates with ``tau = 0``
+instead, and widens the sigma of the one member that changes, the learner
+``main``, by `MAIN_DRIFT` before each round it plays, so its rating follows its
+recent games.
 """
 from __future__ import annotations
 
@@ -36,6 +50,19 @@ PFSP_WEIGHTINGS: dict[str, Callable[[float], float]] = {
 }
 
 
+LEAGUE_TAU = 0.0
+"""openskill's per-game sigma increase in league rounds: none, since frozen members do not change."""
+MAIN_DRIFT = 1.0
+"""Sigma added (in quadrature) to main's rating before each league round: main trains between rounds. Late in
+a run main's mu moves by less than 1 a round; a larger drift would only add noise to its rating, a smaller one
+would leave main's rating behind while it is learning fast (docs/league.md)."""
+CLEARLY_AHEAD_Z = 1.96
+"""A rating's interval is mu +- this many sigma (95%); one is clearly ahead of another when its interval is
+wholly above. Stricter than a test of the difference (1.96 times the sigma of the difference): a league compares
+each member with a dozen near-equals, and at that strictness one of them would, by luck, often seem clearly
+ahead. (Still transitive, so a shared rank means no member of it is clearly ahead of another.)"""
+
+
 def start_rating() -> tuple[float, float]:
     """openskill's (mu, sigma) for a competitor that has not played."""
     from openskill.models import PlackettLuce
@@ -49,13 +76,21 @@ def ordinal(mu: float, sigma: float) -> float:
     return mu - 3.0 * sigma
 
 
-def rate_games(games: Iterable[Game], ratings: Mapping[Hashable, tuple[float, float]] | None = None,
+def rate_games(games: Iterable[Game], ratings: Mapping[Hashable, tuple[float, float]] | None = None, *,
+               tau: float | None = None, changed: Mapping[Hashable, float] | None = None,
                ) -> dict[Hashable, tuple[float, float]]:
-    """(mu, sigma) of every competitor in `ratings` or `games` after rating the games in order."""
+    """(mu, sigma) of every competitor in `ratings` or `games` after rating the games in order.
+
+    `tau`: openskill's per-game sigma increase (None: its default, 25/300). `changed`: competitors that have
+    changed since `ratings` were made, each with the sigma to add to its rating (in quadrature) first.
+    """
     from openskill.models import PlackettLuce
 
-    model = PlackettLuce()
+    model = PlackettLuce() if tau is None else PlackettLuce(tau=tau)
     current = {key: model.rating(mu=mu, sigma=sigma) for key, (mu, sigma) in (ratings or {}).items()}
+    for key, drift in (changed or {}).items():
+        if key in current:
+            current[key] = model.rating(mu=current[key].mu, sigma=math.hypot(current[key].sigma, drift))
     for competitors, places in games:
         teams = [[current.setdefault(key, model.rating())] for key in competitors]
         for key, team in zip(competitors, model.rate(teams, ranks=list(places))):
@@ -111,3 +146,20 @@ def pfsp_weight(name: str) -> Callable[[float], float]:
     if name not in PFSP_WEIGHTINGS:
         raise ValueError(f"league.pfsp={name!r} is not allowed: choose {', '.join(PFSP_WEIGHTINGS)}")
     return PFSP_WEIGHTINGS[name]
+
+
+def clearly_ahead(a: tuple[float, float], b: tuple[float, float], z: float = CLEARLY_AHEAD_Z) -> bool:
+    """Whether rating `a` = (mu, sigma) has its interval, mu +- `z` sigma, wholly above `b`'s."""
+    return a[0] - z * a[1] > b[0] + z * b[1]
+
+
+def shared_ranks(ratings: Mapping[Hashable, tuple[float, float]]) -> list[tuple[Hashable, int]]:
+    """Competitors strongest first, each with its rank: 1 + how many are `clearly_ahead` of it.
+
+    Competitors with the same rank are within noise of each other (being clearly ahead is transitive, so one
+    clearly ahead of another has a smaller rank), and every one of rank 1 is best within the intervals. Order:
+    by rank, then by mu.
+    """
+    ranks = {key: 1 + sum(clearly_ahead(other, rating) for other in ratings.values())
+             for key, rating in ratings.items()}
+    return sorted(ranks.items(), key=lambda item: (item[1], -ratings[item[0]][0]))

@@ -19,6 +19,7 @@ import pytest
 
 from launch.leaderboard import read_metrics
 from policies.league.leaderboard import COLUMNS, MISSING, PLOT_IDS, ranking, ranking_table, render_html
+from policies.league.ratings import clearly_ahead
 from policies.league.store import LeagueStore
 from tests.league.conftest import ODD_NAME
 
@@ -48,9 +49,12 @@ def test_ranking_has_every_member_strongest_first_with_the_columns(store):
     members = {m.name: m for m in store.members()}
     assert sorted(r["name"] for r in rows) == sorted(members)
     assert all(tuple(r) == COLUMNS for r in rows)
-    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
-    ordinals = [r["ordinal"] for r in rows]
-    assert ordinals == sorted(ordinals, reverse=True)
+    # a shared rank: 1 + the members clearly rated above; rows by rank, then mu
+    ratings = {r["name"]: (r["mu"], r["sigma"]) for r in rows}
+    for r in rows:
+        assert r["rank"] == 1 + sum(clearly_ahead(other, ratings[r["name"]]) for other in ratings.values())
+    assert [(r["rank"], -r["mu"]) for r in rows] == sorted((r["rank"], -r["mu"]) for r in rows)
+    assert rows[0]["rank"] == 1 and rows[0]["mu"] == max(r["mu"] for r in rows)
     for r in rows:
         m = members[r["name"]]
         assert (r["kind"], r["mu"], r["sigma"], r["iteration"], r["active"]) == (
@@ -78,6 +82,28 @@ def test_ranking_counts_games_marks_the_evicted_and_reads_the_panel(store):
     assert all(r["win_rate_vs_random"] is None for n, r in rows.items() if n != "bot:hybrid-2")
 
 
+def test_members_within_noise_share_a_rank_and_one_that_never_played_has_none(tmp_path):
+    """Near-equals are not ordered by luck: the page and the rows say they are tied, and a sharp rating below
+    them is not put above because its sigma is small (as ordering by mu - 3 sigma did)."""
+    with LeagueStore.open(tmp_path / "league.db") as store:
+        ids = {name: store.add_member(name, kind="snapshot", spec="random").id
+               for name in ("sharp", "main-like", "close", "weak", "new")}
+        round_id = store.add_round("training", "classic", iteration=10)
+        store.add_matches(round_id, "classic", [((ids["sharp"], ids["main-like"], ids["close"], ids["weak"]),
+                                                 (1, 2, 3, 4))])
+        store.set_ratings(round_id, {ids["main-like"]: (33.0, 1.4), ids["close"]: (32.0, 0.6),
+                                     ids["sharp"]: (29.6, 0.15), ids["weak"]: (26.0, 0.5), ids["new"]: (40.0, 8.3)})
+        rows = ranking(store)
+        page = render_html(store, None, "ties")
+    assert [(r["name"], r["rank"]) for r in rows] == [("main-like", 1), ("close", 1), ("sharp", 3), ("weak", 4),
+                                                      ("new", None)]
+    # by ordinal, sharp (29.15) would have led main-like (28.8), whose interval lies wholly above sharp's
+    assert rows[2]["ordinal"] > rows[0]["ordinal"]
+    cells = re.findall(r'<tr data-member="([^"]*)"[^>]*><td class="num">([^<]*)</td>', page)
+    assert cells == [("main-like", "1"), ("close", "1"), ("sharp", "3"), ("weak", "4"), ("new", MISSING)]
+    assert "30.26 to 35.74" in page  # main-like's mu with its 95% interval
+
+
 def test_ranking_of_an_empty_league_is_empty(tmp_path):
     with LeagueStore.open(tmp_path / "league.db") as empty:
         assert ranking(empty) == []
@@ -95,8 +121,8 @@ def test_a_panel_without_a_usable_win_rate_shows_as_missing(tmp_path):
         assert [r["win_rate_vs_random"] for r in ranking(league)] == [None, None]
         page = render_html(league, None, "nan")
     table = page[page.index('<table id="ranking">'):page.index("</table>")]
-    # per member: ahead of field (no games), win vs random, iteration
-    assert "nan" not in table.lower() and table.count(f'<td class="num">{MISSING}</td>') == 6
+    # per member: rank and ahead of field (no games), win vs random, iteration
+    assert "nan" not in table.lower() and table.count(f'<td class="num">{MISSING}</td>') == 8
 
 
 def test_ranking_table_is_a_wandb_table_of_the_ranking(store):

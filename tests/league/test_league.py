@@ -18,6 +18,7 @@ from policies.league.league import (
     schedule,
 )
 from policies.league.pool import MAIN, bot_module_id
+from policies.league.ratings import LEAGUE_TAU, MAIN_DRIFT, clearly_ahead, rate_games, shared_ranks
 from policies.league.store import LeagueStore
 from policies.players import BotPlayer, CheckpointPlayer
 from tests.league.tiny_policy import write_tiny_policy
@@ -405,6 +406,28 @@ def test_a_round_with_main_seats_it_in_every_other_line_up(make_league):
         assert all(with_main[8 * k:8 * (k + 1)])
     assert MAIN_MEMBER in result.ratings and league.store.member(MAIN_MEMBER).sigma < main.sigma
     assert league.main_standing()[1] == 5
+
+
+def test_a_round_rates_frozen_members_without_drift_and_widens_main_first(make_league):
+    """Frozen members keep every game (tau 0); main, which trained since, has its sigma widened before the round."""
+    league = make_league(bots=("random", "fast", "hybrid", "defensive"), lineups=4, games_per_lineup=8)
+    store = league.store
+    main = store.member(MAIN_MEMBER)
+    store.set_ratings(None, {main.id: (30.0, 1.0), store.member("fast").id: (26.0, 0.8)})
+    before = {m.id: (m.mu, m.sigma) for m in store.members()}
+    result = league.rating_round(RULES, seed=3, main_player=NamedBot("hybrid", MAIN_MEMBER), iteration=10)
+    games = [(m.seats, m.places) for m in store.matches(result.round_id)]
+    expected = rate_games(games, before, tau=LEAGUE_TAU, changed={main.id: MAIN_DRIFT})
+    assert {m.id: (m.mu, m.sigma) for m in store.members()} == pytest.approx(expected)
+    assert expected != pytest.approx(rate_games(games, before))
+    # the shared rank main_standing reports is the leaderboard's, among the members that played
+    rank, ranked, now = league.main_standing()
+    ratings = {m.id: (m.mu, m.sigma) for m in store.members()}
+    assert (rank, ranked, now.id) == (dict(shared_ranks(ratings))[main.id], 5, main.id)
+    tied = league.within_noise(now)
+    assert main.id not in {m.id for m in tied}
+    assert all(not clearly_ahead(ratings[m.id], ratings[main.id]) and not clearly_ahead(ratings[main.id], ratings[m.id])
+               for m in tied)
 
 
 def test_schedule_draws_distinct_members_and_focuses_on_every_other_line_up():

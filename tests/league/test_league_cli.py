@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from policies.league.ratings import start_rating
+from policies.league.ratings import shared_ranks, start_rating
 from policies.league.store import LeagueStore
 from tests.league.tiny_policy import write_tiny_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ("random", "fast", "hybrid")
-ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(main|snapshot|bot|external)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(\S+)"
+ROW = re.compile(r"^\s*(\d+|-)\s+(\S+)\s+(main|snapshot|bot|external)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+) to "
+                 r"(-?[\d.]+)\s+(\S+)"
                  r"\s+(-|[\d.]+% ± [\d.]+ \([\d,]+\))")
 
 
@@ -24,16 +25,20 @@ def league_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 def standings(stdout: str) -> dict[str, dict]:
-    """The standings table: member name -> its row (place, kind, mu, sigma, ordinal, vs random, ahead of field)."""
+    """The standings table: member name -> its row (rank, kind, mu, sigma, interval, vs random, ahead of field), in
+    the table's order; the line under the table says what the rank means."""
     lines = stdout.strip().splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "member"])
     rows = {}
     for line in lines[header + 1:]:
+        if line.startswith("# is 1 + the members clearly rated above"):
+            break
         match = ROW.match(line)
         assert match, f"not a standings row: {line!r}"
-        place, name, kind, mu, sigma, ordinal, vs_random, ahead = match.groups()
-        rows[name] = {"place": int(place), "kind": kind, "mu": float(mu), "sigma": float(sigma),
-                      "ordinal": float(ordinal), "vs_random": vs_random, "ahead": ahead}
+        rank, name, kind, mu, sigma, low, high, vs_random, ahead = match.groups()
+        rows[name] = {"rank": None if rank == "-" else int(rank), "kind": kind, "mu": float(mu),
+                      "sigma": float(sigma), "interval": (float(low), float(high)), "vs_random": vs_random,
+                      "ahead": ahead}
     return rows
 
 
@@ -77,9 +82,11 @@ def test_add_play_and_show_a_league(tmp_path, run_policy):
     assert rows == after_play
     assert {name: row["kind"] for name, row in rows.items()} == {"run@7": "external", "random": "bot",
                                                                  "fast": "bot", "hybrid": "bot"}
-    assert sorted(row["place"] for row in rows.values()) == [1, 2, 3, 4]
-    by_place = sorted(rows.values(), key=lambda row: row["place"])
-    assert [row["ordinal"] for row in by_place] == sorted((row["ordinal"] for row in rows.values()), reverse=True)
+    with LeagueStore.open(db, read_only=True) as store:  # shared ranks: members within noise of each other tie
+        ratings = {m.name: (m.mu, m.sigma) for m in store.members()}
+    assert [(name, row["rank"]) for name, row in rows.items()] == shared_ranks(ratings)
+    assert all(row["interval"] == pytest.approx((row["mu"] - 1.96 * row["sigma"], row["mu"] + 1.96 * row["sigma"]),
+                                                abs=0.06) for row in rows.values())
     mu0, sigma0 = start_rating()
     with LeagueStore.open(db, read_only=True) as store:
         [round_] = store.rounds()

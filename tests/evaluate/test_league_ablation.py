@@ -1,0 +1,57 @@
+"""The league ablation's evaluation steps on bots (no training): line-ups, cross-play win rates and ratings,
+and its refusals."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.league_ablation import cross_play, line_ups, parse
+from launch.cli import UserError
+from ludo_env.rules import Rules
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_line_ups_seat_every_set_of_four_or_everyone_plus_one():
+    assert line_ups(list("abcde")) == [list(c) for c in ("abcd", "abce", "abde", "acde", "bcde")]
+    assert line_ups(list("abc")) == [list("abca"), list("abcb"), list("abcc")]
+
+
+def test_cross_play_finds_the_stronger_arm_with_intervals_and_ratings():
+    class Args:
+        cross_games, seed = 400, 7
+
+    mains = {"strong_s0": "hybrid", "strong_s1": "heuristic000", "weak_s0": "random", "weak_s1": "fast"}
+    arm_of = {label: label.partition("_")[0] for label in mains}
+    report = cross_play(mains, arm_of, Rules.load("classic", players=4), Args)
+    strong, weak = report["per_arm"]["strong"], report["per_arm"]["weak"]
+    assert strong["games"] == weak["games"] == 2 * 400
+    assert strong["ci95"][0] > weak["ci95"][1]  # clearly apart
+    assert abs(strong["win_rate"] + weak["win_rate"] - 0.5) < 0.02  # every finished game has one winner in 4
+    ratings = report["ratings"]
+    assert min(ratings["strong_s0"][0], ratings["strong_s1"][0]) > max(ratings["weak_s0"][0], ratings["weak_s1"][0])
+
+
+def test_fewer_mains_than_seats_rate_each_seat_apart():
+    class Args:
+        cross_games, seed = 40, 1
+
+    report = cross_play({"a": "hybrid", "b": "random"}, {"a": "x", "b": "y"}, Rules.load("classic", players=4), Args)
+    assert {"a#1", "a#2", "a#3", "b#1", "b#2", "b#3"} <= set(report["ratings"])
+    assert report["per_main"]["a"]["games"] == 40 * 3 + 40  # three seats in its own line-up, one in the other
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--arms", "nope"], "--arms: unknown arm 'nope': choose from selfplay, pfsp, alphastar or add one with --arm"),
+    (["--arm", "no-equals"], "--arm 'no-equals': give NAME=OVERRIDES"),
+    (["--exploit-decisions", "-1"], "--exploit-decisions=-1 is not allowed"),
+])
+def test_bad_arguments_are_one_line(argv, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse(argv)
+    done = subprocess.run([sys.executable, "benchmarks/league_ablation.py", *argv], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
