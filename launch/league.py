@@ -178,7 +178,7 @@ def standings(store) -> str:
 
     scores = field_scores((m.seats, m.places) for m in store.matches())
     members = sorted(store.members(), key=lambda m: -m.ordinal)
-    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'mu':>6} {'sigma':>6} {'ordinal':>8}  {'vs 3 random':<11}  "
+    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'role':<16} {'mu':>6} {'sigma':>6} {'ordinal':>8}  {'vs 3 random':<11}  "
              f"ahead of field (games)"]
     for i, m in enumerate(members, 1):
         random_record = (m.panel or {}).get("random")
@@ -188,7 +188,7 @@ def standings(store) -> str:
             mean, half_width, games = scores[m.id]
             ahead = f"{100 * mean:.1f}% ± {100 * half_width:.1f} ({games:,})"
         status = "  (evicted)" if not m.active else ""
-        lines.append(f"{i:>3}  {m.name:<32} {m.kind:<9} {m.mu:6.2f} {m.sigma:6.2f} {m.ordinal:8.2f}  "
+        lines.append(f"{i:>3}  {m.name:<32} {m.kind:<9} {m.role or '-':<16} {m.mu:6.2f} {m.sigma:6.2f} {m.ordinal:8.2f}  "
                      f"{vs_random:<11}  {ahead}{status}")
     return "\n".join(lines)
 

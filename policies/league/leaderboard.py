@@ -46,7 +46,7 @@ from typing import Any
 from policies.league.ratings import field_scores, head_to_head
 from policies.league.store import LeagueStore, Match, Member
 
-COLUMNS = ("rank", "name", "kind", "mu", "sigma", "ordinal", "games", "ahead_of_field", "win_rate_vs_random",
+COLUMNS = ("rank", "name", "kind", "role", "mu", "sigma", "ordinal", "games", "ahead_of_field", "win_rate_vs_random",
            "iteration", "active")
 PANEL_BASELINE = "random"
 EVAL_PREFIX = "eval/win_rate_vs_"
@@ -99,6 +99,7 @@ def _ranking(league: _League) -> list[dict[str, Any]]:
             "rank": rank,
             "name": member.name,
             "kind": member.kind,
+            "role": member.role,
             "mu": member.mu,
             "sigma": member.sigma,
             "ordinal": member.ordinal,
@@ -314,6 +315,7 @@ def _ranking_table(league: _League) -> str:
             f'<td class="num">{row["rank"]}</td>'
             f'<td class="name" title="{html.escape(member.spec, quote=True)}">{name}</td>'
             f'<td><span class="kind kind-{row["kind"]}">{row["kind"]}</span></td>'
+            f'<td class="role">{MISSING if row["role"] is None else html.escape(row["role"])}</td>'
             f'<td class="num">{_number(row["mu"])}</td>'
             f'<td class="num">{_number(row["sigma"])}</td>'
             f'<td class="num strong">{_number(row["ordinal"])}</td>'
@@ -324,7 +326,9 @@ def _ranking_table(league: _League) -> str:
             f'<td>{status}</td>'
             "</tr>"
         )
-    head = ('<tr><th class="num">#</th><th>member</th><th>kind</th><th class="num">mu</th>'
+    head = ('<tr><th class="num">#</th><th>member</th><th>kind</th>'
+            '<th title="the learner it was, or is: main, a main exploiter or a league exploiter">role</th>'
+            '<th class="num">mu</th>'
             '<th class="num">sigma</th>'
             '<th class="num" title="mu - 3 sigma: the rating it holds with high confidence">ordinal</th>'
             '<th class="num" title="rated games it played">games</th>'
@@ -383,7 +387,7 @@ nav.site a.here { color: #fff; font-weight: bold; border-bottom: 2px solid #fff;
   .kind { padding: 0 5px; font-size: 11px; }
   th { white-space: normal; vertical-align: bottom; }
   /* mu, sigma, iteration and status give way: the ordinal and the greyed rows say them in short */
-  #ranking :is(th, td):is(:nth-child(4), :nth-child(5), :nth-child(10), :nth-child(11)) { display: none; }
+  #ranking :is(th, td):is(:nth-child(5), :nth-child(6), :nth-child(11), :nth-child(12)) { display: none; }
   .plot-box > .plot { min-width: var(--min-width, 0px); }
 }
 """

@@ -14,7 +14,7 @@ from tests.league.tiny_policy import write_tiny_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ("random", "fast", "hybrid")
-ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(main|snapshot|bot|external)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(\S+)"
+ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(main|snapshot|bot|external)\s+(main|main_exploiter|league_exploiter|-)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(\S+)"
                  r"\s+(-|[\d.]+% ± [\d.]+ \([\d,]+\))")
 
 
@@ -24,15 +24,16 @@ def league_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 def standings(stdout: str) -> dict[str, dict]:
-    """The standings table: member name -> its row (place, kind, mu, sigma, ordinal, vs random, ahead of field)."""
+    """The standings table: member name -> its row (place, kind, role, mu, sigma, ordinal, vs random, ahead of
+    field)."""
     lines = stdout.strip().splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "member"])
     rows = {}
     for line in lines[header + 1:]:
         match = ROW.match(line)
         assert match, f"not a standings row: {line!r}"
-        place, name, kind, mu, sigma, ordinal, vs_random, ahead = match.groups()
-        rows[name] = {"place": int(place), "kind": kind, "mu": float(mu), "sigma": float(sigma),
+        place, name, kind, role, mu, sigma, ordinal, vs_random, ahead = match.groups()
+        rows[name] = {"place": int(place), "kind": kind, "role": role, "mu": float(mu), "sigma": float(sigma),
                       "ordinal": float(ordinal), "vs_random": vs_random, "ahead": ahead}
     return rows
 
