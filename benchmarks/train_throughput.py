@@ -6,6 +6,7 @@
     python benchmarks/train_throughput.py --seconds 0 --repeats 15            # a busy machine: see below
     python benchmarks/train_throughput.py --per-game algo.num_epochs=6 ...    # settings for the per-game side only
     python benchmarks/train_throughput.py --json                              # machine-readable
+    python benchmarks/train_throughput.py --algos ppo --league alphastar      # the default league against another
 
 What is measured
   Env steps per second *trained*: ``num_env_steps_sampled_lifetime`` gained
@@ -21,6 +22,10 @@ What is measured
             ``algo.num_epochs=6 algo.minibatch_size=512 algo.train_batch_size=8192``).
   batched   ``sampler.name=batched`` (the default): `launch.training.sampler.BatchedLudoEnvRunner`
             plays ``sampler.games`` games per EnvRunner in the numba engine.
+
+  With ``--league NAME`` the two sides are both batched instead: ``batched`` (the default league) against
+  ``league=NAME`` (e.g. ``alphastar``, main with its exploiters; ``--per-game`` overrides then go to that
+  side). The ratio is that side's trained env steps/s over the default's, all roles' steps counted.
 
   Both come from ``launch.training.build.build_algorithm_config`` on the composed
   config (``conf/config.yaml`` + ``+exp=<algo>_selfplay`` + the overrides).
@@ -79,6 +84,8 @@ from policies.league.pool import MAIN
 
 ALGOS = ("ppo", "dqn")
 SIDES = ("per_game", "batched")
+"""The sides measured, baseline first (``--league`` replaces them with `LEAGUE_SIDES`)."""
+LEAGUE_SIDES = ("batched", "league")
 
 
 # ---------------------------------------------------------------- config and our env's decisions
@@ -182,13 +189,15 @@ TIMERS = {"sample_s": "env_runner_sampling_timer", "learn_s": "learner_update_ti
 
 
 def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]], args) -> dict[str, Any]:
+    sides_measured = tuple(configs)
+    baseline, compared = sides_measured
     from launch.training import build
     from launch.training.trainers.rllib import seed_everything
 
     learning_starts = {n: int(c.algo.learning_starts) if algo == "dqn" else 0 for n, c in configs.items()}
     sides: dict[str, Side] = {}
     try:
-        for name in SIDES:
+        for name in sides_measured:
             cfg = configs[name]
             snapshots = cfg.league.max_snapshots if args.snapshots < 0 else min(args.snapshots, cfg.league.max_snapshots)
             seed_everything(cfg.seed)
@@ -200,7 +209,7 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
             log(args, f"{algo} {name}: built in {built:.1f} s, warmed up in {warm:.1f} s "
                       f"({sides[name].iterations} iterations, {sides[name].steps:,} env steps)")
         for r in range(args.repeats):
-            for name in (SIDES if r % 2 == 0 else SIDES[::-1]):
+            for name in (sides_measured if r % 2 == 0 else sides_measured[::-1]):
                 w = sides[name].window(args.seconds)
                 kept = f", {w['kept_per_s']:,.0f} kept/s" if algo == "dqn" else ""
                 log(args, f"{algo} {name} window {r + 1}/{args.repeats}: {w['steps_per_s']:,.0f} env steps/s{kept} "
@@ -213,7 +222,7 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
     def summary(name: str) -> dict[str, Any]:
         side, cfg = sides[name], configs[name]
         row = {"overrides": overrides[name], "env_runners": cfg.resources.env_runners,
-               "games_per_runner": cfg.sampler.games if name == "batched" else cfg.resources.envs_per_runner,
+               "games_per_runner": cfg.sampler.games if cfg.sampler.name == "batched" else cfg.resources.envs_per_runner,
                "train_batch_size": cfg.algo.train_batch_size, "steps_per_s": side.median(),
                "episode_len_mean": side.episode_len, "windows": side.windows,
                **{key: side.median(key) for key in TIMERS}}
@@ -226,12 +235,12 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
             row.update(num_epochs=cfg.algo.num_epochs, minibatch_size=cfg.algo.minibatch_size)
         return row
 
-    result = {"algo": algo, "exp": f"{algo}_selfplay", **{name: summary(name) for name in SIDES}}
-    result["ratio"] = result["batched"]["steps_per_s"] / result["per_game"]["steps_per_s"]
+    result = {"algo": algo, "exp": f"{algo}_selfplay", **{name: summary(name) for name in sides_measured}}
+    result["ratio"] = result[compared]["steps_per_s"] / result[baseline]["steps_per_s"]
     if algo == "dqn":
-        result["ratio_kept"] = result["batched"]["kept_per_s"] / result["per_game"]["kept_per_s"]
-        result["ratio_main_stored"] = (result["batched"]["main_stored_per_s"]
-                                       / max(1e-9, result["per_game"]["main_stored_per_s"]))
+        result["ratio_kept"] = result[compared]["kept_per_s"] / result[baseline]["kept_per_s"]
+        result["ratio_main_stored"] = (result[compared]["main_stored_per_s"]
+                                       / max(1e-9, result[baseline]["main_stored_per_s"]))
     return result
 
 
@@ -259,6 +268,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations per side before timing")
     parser.add_argument("--snapshots", type=int, default=-1,
                         help="snapshot slots to fill before timing (-1: all of league.max_snapshots)")
+    parser.add_argument("--league", default=None,
+                        help="measure the default league (batched) against league=NAME (batched) instead of the "
+                             "per-game sampler against the batched one; --per-game overrides go to that side")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args([a for a in argv if a not in overrides])
@@ -271,8 +283,13 @@ def main(argv: list[str]) -> None:
 
     from launch.cli import UserError, fail
 
-    side_overrides = {"per_game": ["sampler.name=per_game", *overrides, *per_game],
-                      "batched": ["sampler.name=batched", *overrides]}
+    if args.league is None:
+        side_overrides = {"per_game": ["sampler.name=per_game", *overrides, *per_game],
+                          "batched": ["sampler.name=batched", *overrides]}
+    else:
+        side_overrides = {"batched": ["sampler.name=batched", *overrides],
+                          "league": ["sampler.name=batched", f"league={args.league}", *overrides, *per_game]}
+    baseline, compared = side_overrides
     try:  # bad overrides fail here, before Ray starts
         configs = {algo: {name: compose_config(algo, o) for name, o in side_overrides.items()} for algo in args.algos}
     except (UserError, ValueError) as err:
@@ -294,19 +311,22 @@ def main(argv: list[str]) -> None:
         return
     print(f"\n{os.cpu_count()} CPUs, medians of {args.repeats} windows of >= {args.seconds:g} s per side, "
           f"overrides: {' '.join(overrides) or '(none)'}; per-game side also: {' '.join(per_game) or '(none)'}")
-    print(f"{'algo':<6}{'env steps':<11}{'per_game /s':>13}{'batched /s':>13}{'ratio':>8}   target")
+    compared_label = compared if args.league is None else args.league
+    targets = {"trained": ">= 10" if args.league is None else ">= 0.75", "kept": ">= 5", "main kept": ">= 5"}
+    print(f"{'algo':<6}{'env steps':<11}{baseline + ' /s':>13}{compared_label + ' /s':>13}{'ratio':>8}   target")
     for r in results:
-        rows = [("trained", r["per_game"]["steps_per_s"], r["batched"]["steps_per_s"], r["ratio"],
-                 ">= 10" if r["algo"] == "ppo" else "")]
+        rows = [("trained", r[baseline]["steps_per_s"], r[compared]["steps_per_s"], r["ratio"],
+                 targets["trained"] if r["algo"] == "ppo" else "")]
         if "ratio_kept" in r:
-            rows.append(("kept", r["per_game"]["kept_per_s"], r["batched"]["kept_per_s"], r["ratio_kept"], ">= 5"))
-            rows.append(("main kept", r["per_game"]["main_stored_per_s"], r["batched"]["main_stored_per_s"],
-                         r["ratio_main_stored"], ">= 5"))
+            rows.append(("kept", r[baseline]["kept_per_s"], r[compared]["kept_per_s"], r["ratio_kept"],
+                         targets["kept"]))
+            rows.append(("main kept", r[baseline]["main_stored_per_s"], r[compared]["main_stored_per_s"],
+                         r["ratio_main_stored"], targets["main kept"]))
         for kind, old, new, ratio, target in rows:
             print(f"{r['algo']:<6}{kind:<11}{old:>13,.0f}{new:>13,.0f}{ratio:>8.2f}   {target}")
     print("\nper iteration (medians, s):")
     for r in results:
-        for name in SIDES:
+        for name in side_overrides:
             side = r[name]
             extra = (f", replay {side['replay_s']:.2f}, kept {100 * side['kept_share']:.0f}% of sampled"
                      if r["algo"] == "dqn" else f", {side['num_epochs']} epochs x minibatch {side['minibatch_size']}")

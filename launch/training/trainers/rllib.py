@@ -360,6 +360,7 @@ class ExploiterTraining:
             reset = self.rule.resets(module_id, draw)
             if reset:
                 push_weights(algo, module_id, evaluator.weights_of(self.folder / module_id))
+                clear_optimizer_state(algo, module_id)
             progress.restart(reset)
             self._store(module_id, progress)
             frozen.append(module_id)
@@ -367,6 +368,19 @@ class ExploiterTraining:
                   + (f", evicting {evicted.name}" if evicted is not None else "")
                   + ("; reset to its initial weights" if reset else ""), flush=True)
         return frozen
+
+
+def clear_optimizer_state(algo, module_id: str) -> None:
+    """Module `module_id`'s optimizer state (Adam's moments and step count) emptied on every learner: a reset
+    exploiter starts as it was built, not with the momentum of the weights it left."""
+
+    def clear(learner, _id=module_id):
+        for _, optimizer in learner.get_optimizers_for_module(_id):
+            optimizer.state.clear()
+
+    for call in algo.learner_group.foreach_learner(clear):
+        if not call.ok:  # a remote learner's error comes back as a value
+            raise call.get()
 
 
 def push_weights(algo, module_id: str, weights) -> None:
