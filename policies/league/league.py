@@ -34,8 +34,9 @@ Roles (``league=alphastar``; `ExploiterRule`)
     time, or after ``exploiter_step_budget`` of its own decisions. Then a main
     exploiter restarts from its initial weights, a league exploiter with chance
     ``league_exploiter_reset``. A frozen exploiter takes a snapshot slot like
-    main's snapshots (the same eviction) and is drawn at main's seats like any
-    snapshot. The league's PFSP chances are main's: a league exploiter meets
+    main's snapshots (the same eviction), starts from main's rating as they do
+    (openskill's start would have it evicted before it was ever rated), and is
+    drawn at main's seats like any snapshot. The league's PFSP chances are main's: a league exploiter meets
     the members main finds hard (it has no record of its own until frozen).
 
 Matchmaking (`matchmaker`, a `policies.league.pool.Matchmaker`)
@@ -391,11 +392,11 @@ class League:
                 evicted = min(taken.values(), key=lambda m: (m.ordinal, m.iteration or 0))
                 slot = evicted.slot
                 self.store.evict(evicted.id)
-            # A snapshot of main is main at this moment: it starts from main's rating; an exploiter was never
-            # rated, so it starts where every new member does.
-            mu, sigma = (main.mu, main.sigma) if role == MAIN else (None, None)
+            # A snapshot of main is main at this moment: it starts from main's rating. So does a frozen exploiter,
+            # which trained against main or main's league: openskill's start (ordinal 0) would make it the
+            # lowest-rated snapshot, evicted by the next one before any round had rated it.
             member = self.store.add_member(name, "snapshot", f"ckpt:{folder.as_posix()}", iteration=iteration,
-                                           env_steps=env_steps, mu=mu, sigma=sigma,
+                                           env_steps=env_steps, mu=main.mu, sigma=main.sigma,
                                            panel=dict(panel) if panel else None, slot=slot, role=role)
         return member, evicted
 

@@ -144,6 +144,7 @@ def test_a_frozen_exploiter_is_a_snapshot_with_its_role_drawn_at_mains_seats(tmp
     frozen, _ = league.add_snapshot(4, 400, write, learner="main_exploiter_0")
     assert (frozen.name, frozen.kind, frozen.role, frozen.slot) == ("main_exploiter_0@4", "snapshot", MAIN_EXPLOITER, 1)
     assert main_snapshot.role == MAIN and store.member("main").role == MAIN and store.member("random").role is None
+    assert (frozen.mu, frozen.sigma) == (store.member("main").mu, store.member("main").sigma)  # main's, as snapshots
     mm = league.matchmaker(seed=0)
     assert mm.main_snapshots == (snapshot_id(0),) and snapshot_id(1) in mm.opponent_weights()
     # at main's own seats, like any snapshot
