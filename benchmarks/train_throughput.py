@@ -3,7 +3,7 @@
     python benchmarks/train_throughput.py                                     # ppo and dqn, 30 s windows, 3 repeats
     python benchmarks/train_throughput.py --algos ppo --seconds 20 --repeats 2
     python benchmarks/train_throughput.py --algos dqn resources.env_runners=2  # any launch/train.py override
-    python benchmarks/train_throughput.py --seconds 0 --repeats 15            # a busy machine: see below
+    python benchmarks/train_throughput.py --seconds 0.1 --repeats 15          # a busy machine: see below
     python benchmarks/train_throughput.py --per-game algo.num_epochs=6 ...    # settings for the per-game side only
     python benchmarks/train_throughput.py --json                              # machine-readable
     python benchmarks/train_throughput.py --algos ppo --league alphastar      # the default league against another
@@ -59,7 +59,7 @@ alike. Medians of the windows are reported; the ratio is of medians.
 No wandb, no checkpoints, no evaluation.
 
 Shared machines: the rates swing with other people's load, in bursts. On a
-busy machine prefer many short windows, ``--seconds 0 --repeats 15`` (one
+busy machine prefer many short windows, ``--seconds 0.1 --repeats 15`` (one
 iteration per window, the sides alternating), whose medians shrug off the
 bursts, and read a ratio as noise unless it repeats.
 """
@@ -309,9 +309,11 @@ def main(argv: list[str]) -> None:
         print(json.dumps({"cpus": os.cpu_count(), "seconds": args.seconds, "repeats": args.repeats,
                           "results": results}, indent=2, default=str))
         return
-    print(f"\n{os.cpu_count()} CPUs, medians of {args.repeats} windows of >= {args.seconds:g} s per side, "
-          f"overrides: {' '.join(overrides) or '(none)'}; per-game side also: {' '.join(per_game) or '(none)'}")
     compared_label = compared if args.league is None else args.league
+    compared_extra = [f"league={args.league}", *per_game] if args.league else per_game
+    print(f"\n{os.cpu_count()} CPUs, medians of {args.repeats} windows of >= {args.seconds:g} s per side, "
+          f"overrides: {' '.join(overrides) or '(none)'}; {compared_label} side also: "
+          f"{' '.join(compared_extra) or '(none)'}")
     targets = {"trained": ">= 10" if args.league is None else ">= 0.75", "kept": ">= 5", "main kept": ">= 5"}
     print(f"{'algo':<6}{'env steps':<11}{baseline + ' /s':>13}{compared_label + ' /s':>13}{'ratio':>8}   target")
     for r in results:
