@@ -26,6 +26,7 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from launch.cli import UserError, gcs_answers
 from launch.training.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
+from launch.training.ppo_learner import SharedMinibatchPPOLearner
 from launch.training.replay_buffer import ColumnReplayDQN
 from launch.training.sampler import BatchedLudoEnvRunner
 from launch.training.schema import TrainConfig, parse_gpus
@@ -289,6 +290,9 @@ def _train_ppo(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None
         kl_coeff=algo.kl_coeff,
         grad_clip=algo.grad_clip,
     )
+    if cfg.league.main_exploiters or cfg.league.league_exploiters:
+        # Several trained modules of unequal batches: each minibatch takes the same share of each (ppo_learner.py).
+        config.learners(learner_class=SharedMinibatchPPOLearner)
 
 
 def _train_dqn(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:

@@ -210,3 +210,24 @@ def test_bad_role_settings_are_refused_in_one_line(overrides, message):
         train_config("league=alphastar", *overrides)
     text = str(err.value)
     assert message in text and "\n" not in text, text
+
+
+def test_shared_minibatches_use_every_modules_rows_once_per_epoch():
+    from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+
+    from launch.training.ppo_learner import SharedMinibatchIterator, SharedMinibatchPPOLearner
+
+    rows = {MAIN: 1000, "main_exploiter_0": 300, "league_exploiter_0": 7}
+    batch = MultiAgentBatch({m: SampleBatch({"i": np.arange(n)}) for m, n in rows.items()}, 1307)
+    iterator = SharedMinibatchIterator(batch, num_epochs=2, minibatch_size=256, shuffle_batch_per_epoch=True)
+    assert iterator.parts == 6  # ceil(1307 / 256)
+    seen = Counter()
+    for minibatch in iterator:
+        assert sum(len(b) for b in minibatch.policy_batches.values()) <= 256 + len(rows)
+        for module_id, module_batch in minibatch.policy_batches.items():
+            seen.update((module_id, int(i)) for i in module_batch["i"])
+    assert seen == Counter({(m, i): 2 for m, n in rows.items() for i in range(n)})  # each row once per epoch
+    assert build.build_algorithm_config(train_config("+exp=ppo_selfplay", "league=alphastar")).learner_class \
+        is SharedMinibatchPPOLearner
+    assert build.build_algorithm_config(train_config("+exp=ppo_selfplay")).learner_class \
+        is not SharedMinibatchPPOLearner  # the default league keeps RLlib's minibatches
