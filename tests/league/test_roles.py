@@ -154,6 +154,12 @@ def test_a_frozen_exploiter_is_a_snapshot_with_its_role_drawn_at_mains_seats(tmp
     # a third snapshot evicts one of them (lowest rated), whatever its role
     third, evicted = league.add_snapshot(5, 500, write, learner="league_exploiter_0")
     assert third.role == LEAGUE_EXPLOITER and evicted is not None and third.slot == evicted.slot
+    # the dashboard shows each member's role
+    from policies.league.leaderboard import ranking, render_html
+
+    assert {r["name"]: r["role"] for r in ranking(store)}["main_exploiter_0@4"] == MAIN_EXPLOITER
+    page = render_html(store, None, "league")
+    assert '<td class="role">main_exploiter</td>' in page and '<td class="role">league_exploiter</td>' in page
     store.close()
 
 
