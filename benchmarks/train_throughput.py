@@ -3,9 +3,10 @@
     python benchmarks/train_throughput.py                                     # every RLlib algorithm, 30 s windows, 3 repeats
     python benchmarks/train_throughput.py --algos ppo --seconds 20 --repeats 2
     python benchmarks/train_throughput.py --algos dqn resources.env_runners=2  # any launch/train.py override
-    python benchmarks/train_throughput.py --seconds 0 --repeats 15            # a busy machine: see below
+    python benchmarks/train_throughput.py --seconds 0.1 --repeats 15          # a busy machine: see below
     python benchmarks/train_throughput.py --per-game algo.num_epochs=6 ...    # settings for the per-game side only
     python benchmarks/train_throughput.py --json                              # machine-readable
+    python benchmarks/train_throughput.py --algos ppo --league alphastar      # the default league against another
 
 What is measured
   Env steps per second *trained*: ``num_env_steps_sampled_lifetime`` gained
@@ -21,6 +22,10 @@ What is measured
             ``algo.num_epochs=6 algo.minibatch_size=512 algo.train_batch_size=8192``).
   batched   ``sampler.name=batched`` (the default): `launch.training.sampler.BatchedLudoEnvRunner`
             plays ``sampler.games`` games per EnvRunner in the numba engine.
+
+  With ``--league NAME`` the two sides are both batched instead: ``batched`` (the default league) against
+  ``league=NAME`` (e.g. ``alphastar``, main with its exploiters; ``--per-game`` overrides then go to that
+  side). The ratio is that side's trained env steps/s over the default's, all roles' steps counted.
 
   Both come from ``launch.training.build.build_algorithm_config`` on the composed
   config (``conf/config.yaml`` + ``+exp=<algo>_selfplay`` + the overrides).
@@ -54,7 +59,7 @@ alike. Medians of the windows are reported; the ratio is of medians.
 No wandb, no checkpoints, no evaluation.
 
 Shared machines: the rates swing with other people's load, in bursts. On a
-busy machine prefer many short windows, ``--seconds 0 --repeats 15`` (one
+busy machine prefer many short windows, ``--seconds 0.1 --repeats 15`` (one
 iteration per window, the sides alternating), whose medians shrug off the
 bursts, and read a ratio as noise unless it repeats.
 """
@@ -79,9 +84,14 @@ from launch.training.algorithms import rllib_names, rllib_training
 from policies.league.pool import MAIN
 
 SIDES = ("per_game", "batched")
+"""The sides measured, baseline first (``--league`` replaces them with `LEAGUE_SIDES`)."""
+LEAGUE_SIDES = ("batched", "league")
 RATIO_TARGETS = {"ppo": {"trained": ">= 10"}, "dqn": {"kept": ">= 5", "main kept": ">= 5"}}
 """The batched/per-game ratios the issue that made the batched sampler asked for; an algorithm without targets
 prints none."""
+LEAGUE_RATIO_TARGETS = {"ppo": {"trained": ">= 0.75"}}
+"""``--league``: another league's trained env steps/s against the default's (issue 31: within 25% with
+exploiters)."""
 
 
 # ---------------------------------------------------------------- config and our env's decisions
@@ -186,6 +196,8 @@ TIMERS = {"sample_s": "env_runner_sampling_timer", "learn_s": "learner_update_ti
 
 
 def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]], args) -> dict[str, Any]:
+    sides_measured = tuple(configs)
+    baseline, compared = sides_measured
     from launch.training import build
     from launch.training.trainers.rllib import seed_everything
 
@@ -193,7 +205,7 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
     learning_starts = {n: training.warmup_steps(c) for n, c in configs.items()}
     sides: dict[str, Side] = {}
     try:
-        for name in SIDES:
+        for name in sides_measured:
             cfg = configs[name]
             snapshots = cfg.league.max_snapshots if args.snapshots < 0 else min(args.snapshots, cfg.league.max_snapshots)
             seed_everything(cfg.seed)
@@ -205,7 +217,7 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
             log(args, f"{algo} {name}: built in {built:.1f} s, warmed up in {warm:.1f} s "
                       f"({sides[name].iterations} iterations, {sides[name].steps:,} env steps)")
         for r in range(args.repeats):
-            for name in (SIDES if r % 2 == 0 else SIDES[::-1]):
+            for name in (sides_measured if r % 2 == 0 else sides_measured[::-1]):
                 w = sides[name].window(args.seconds)
                 kept = f", {w['kept_per_s']:,.0f} kept/s" if training.replays else ""
                 log(args, f"{algo} {name} window {r + 1}/{args.repeats}: {w['steps_per_s']:,.0f} env steps/s{kept} "
@@ -218,7 +230,7 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
     def summary(name: str) -> dict[str, Any]:
         side, cfg = sides[name], configs[name]
         row = {"overrides": overrides[name], "env_runners": cfg.resources.env_runners,
-               "games_per_runner": cfg.sampler.games if name == "batched" else cfg.resources.envs_per_runner,
+               "games_per_runner": cfg.sampler.games if cfg.sampler.name == "batched" else cfg.resources.envs_per_runner,
                "train_batch_size": cfg.algo.train_batch_size, "steps_per_s": side.median(),
                "episode_len_mean": side.episode_len, "windows": side.windows,
                **{key: side.median(key) for key in TIMERS}}
@@ -230,12 +242,12 @@ def measure(algo: str, configs: dict[str, Any], overrides: dict[str, list[str]],
                                  / max(1, sum(w["env_steps"] for w in side.windows)))
         return row
 
-    result = {"algo": algo, "exp": training.experiment, **{name: summary(name) for name in SIDES}}
-    result["ratio"] = result["batched"]["steps_per_s"] / result["per_game"]["steps_per_s"]
+    result = {"algo": algo, "exp": training.experiment, **{name: summary(name) for name in sides_measured}}
+    result["ratio"] = result[compared]["steps_per_s"] / result[baseline]["steps_per_s"]
     if training.replays:
-        result["ratio_kept"] = result["batched"]["kept_per_s"] / result["per_game"]["kept_per_s"]
-        result["ratio_main_stored"] = (result["batched"]["main_stored_per_s"]
-                                       / max(1e-9, result["per_game"]["main_stored_per_s"]))
+        result["ratio_kept"] = result[compared]["kept_per_s"] / result[baseline]["kept_per_s"]
+        result["ratio_main_stored"] = (result[compared]["main_stored_per_s"]
+                                       / max(1e-9, result[baseline]["main_stored_per_s"]))
     return result
 
 
@@ -264,6 +276,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations per side before timing")
     parser.add_argument("--snapshots", type=int, default=-1,
                         help="snapshot slots to fill before timing (-1: all of league.max_snapshots)")
+    parser.add_argument("--league", default=None,
+                        help="measure the default league (batched) against league=NAME (batched) instead of the "
+                             "per-game sampler against the batched one; --per-game overrides go to that side")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args([a for a in argv if a not in overrides])
@@ -276,8 +291,13 @@ def main(argv: list[str]) -> None:
 
     from launch.cli import UserError, fail
 
-    side_overrides = {"per_game": ["sampler.name=per_game", *overrides, *per_game],
-                      "batched": ["sampler.name=batched", *overrides]}
+    if args.league is None:
+        side_overrides = {"per_game": ["sampler.name=per_game", *overrides, *per_game],
+                          "batched": ["sampler.name=batched", *overrides]}
+    else:
+        side_overrides = {"batched": ["sampler.name=batched", *overrides],
+                          "league": ["sampler.name=batched", f"league={args.league}", *overrides, *per_game]}
+    baseline, compared = side_overrides
     try:  # bad overrides fail here, before Ray starts
         configs = {algo: {name: compose_config(algo, o) for name, o in side_overrides.items()} for algo in args.algos}
     except (UserError, ValueError) as err:
@@ -297,21 +317,24 @@ def main(argv: list[str]) -> None:
         print(json.dumps({"cpus": os.cpu_count(), "seconds": args.seconds, "repeats": args.repeats,
                           "results": results}, indent=2, default=str))
         return
+    compared_label = compared if args.league is None else args.league
+    compared_extra = [f"league={args.league}", *per_game] if args.league else per_game
     print(f"\n{os.cpu_count()} CPUs, medians of {args.repeats} windows of >= {args.seconds:g} s per side, "
-          f"overrides: {' '.join(overrides) or '(none)'}; per-game side also: {' '.join(per_game) or '(none)'}")
-    print(f"{'algo':<6}{'env steps':<11}{'per_game /s':>13}{'batched /s':>13}{'ratio':>8}   target")
+          f"overrides: {' '.join(overrides) or '(none)'}; {compared_label} side also: "
+          f"{' '.join(compared_extra) or '(none)'}")
+    print(f"{'algo':<6}{'env steps':<11}{baseline + ' /s':>13}{compared_label + ' /s':>13}{'ratio':>8}   target")
     for r in results:
-        targets = RATIO_TARGETS.get(r["algo"], {})
-        rows = [("trained", r["per_game"]["steps_per_s"], r["batched"]["steps_per_s"], r["ratio"])]
+        targets = (RATIO_TARGETS if args.league is None else LEAGUE_RATIO_TARGETS).get(r["algo"], {})
+        rows = [("trained", r[baseline]["steps_per_s"], r[compared]["steps_per_s"], r["ratio"])]
         if "ratio_kept" in r:
-            rows.append(("kept", r["per_game"]["kept_per_s"], r["batched"]["kept_per_s"], r["ratio_kept"]))
-            rows.append(("main kept", r["per_game"]["main_stored_per_s"], r["batched"]["main_stored_per_s"],
+            rows.append(("kept", r[baseline]["kept_per_s"], r[compared]["kept_per_s"], r["ratio_kept"]))
+            rows.append(("main kept", r[baseline]["main_stored_per_s"], r[compared]["main_stored_per_s"],
                          r["ratio_main_stored"]))
         for kind, old, new, ratio in rows:
             print(f"{r['algo']:<6}{kind:<11}{old:>13,.0f}{new:>13,.0f}{ratio:>8.2f}   {targets.get(kind, '')}")
     print("\nper iteration (medians, s):")
     for r in results:
-        for name in SIDES:
+        for name in side_overrides:
             side = r[name]
             extra = (f", replay {side['replay_s']:.2f}, kept {100 * side['kept_share']:.0f}% of sampled"
                      if "kept_share" in side else "")

@@ -182,8 +182,8 @@ def standings(store) -> str:
     matches = store.matches()
     scores = field_scores((m.seats, m.places) for m in matches)
     order = ranked(store.members(), {member_id: games for member_id, (_, _, games) in scores.items()})
-    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  {'vs 3 random':<11}  "
-             f"ahead of field (games)"]
+    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'role':<16} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  "
+             f"{'vs 3 random':<11}  ahead of field (games)"]
     for m, rank in order:
         random_record = (m.panel or {}).get("random")
         vs_random = f"{100 * random_record['win_rate']:.1f}%" if random_record else "-"
@@ -193,8 +193,8 @@ def standings(store) -> str:
             ahead = f"{100 * mean:.1f}% ± {100 * half_width:.1f} ({games:,})"
         low, high = mu_interval(m)
         status = "  (evicted)" if not m.active else ""
-        lines.append(f"{'-' if rank is None else rank:>3}  {m.name:<32} {m.kind:<9} {m.mu:6.2f} {m.sigma:6.2f}  "
-                     f"{f'{low:.1f} to {high:.1f}':<13}  {vs_random:<11}  {ahead}{status}")
+        lines.append(f"{'-' if rank is None else rank:>3}  {m.name:<32} {m.kind:<9} {m.role or '-':<16} "
+                     f"{m.mu:6.2f} {m.sigma:6.2f}  {f'{low:.1f} to {high:.1f}':<13}  {vs_random:<11}  {ahead}{status}")
     lines.append("# is 1 + the members clearly rated above (their mu, 95% wholly above): members sharing a rank "
                  "are within noise of each other")
     return "\n".join(lines)

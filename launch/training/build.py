@@ -3,8 +3,9 @@
 Modules (see `policies.league.pool`): ``main`` (masked PPO or DQN from
 `policies.modules`, network from `policies.networks`), the snapshot slots
 (the same spec as main; DQN snapshots play with a small fixed epsilon rather
-than main's schedule) and one `BotRLModule` per league bot. Only ``main``
-trains.
+than main's schedule), one `BotRLModule` per league bot and, with ``league=alphastar``, the
+exploiters (``main_exploiter_<i>``, ``league_exploiter_<i>``: main's spec, trained like main). The
+learner trains ``main`` and the exploiters (``policies_to_train``); the rest stay frozen.
 
 RLlib settings that are not choices but facts about this env (see
 ``shared/notes/rllib-2.60-facts.md``): ``episodes_to_numpy=False`` (the
@@ -72,7 +73,9 @@ def snapshot_model_config(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def make_pool(cfg: TrainConfig) -> SnapshotPool:
-    return SnapshotPool(players(cfg), cfg.league.max_snapshots, cfg.league.bots)
+    league = cfg.league
+    return SnapshotPool(players(cfg), league.max_snapshots, league.bots, league.main_exploiters,
+                        league.league_exploiters)
 
 
 def league_settings(cfg: TrainConfig) -> LeagueSettings:
@@ -84,14 +87,19 @@ def first_matchmaker(cfg: TrainConfig, pool: SnapshotPool) -> Matchmaker:
     """Seats before the league has spoken: no snapshot yet, bots uniform."""
     league = cfg.league
     return Matchmaker(players(cfg), (), pool.bot_modules, league.main_weight, league.snapshot_weight,
-                      league.bot_weight, cfg.seed)
+                      league.bot_weight, cfg.seed, main_exploiters=pool.main_exploiters,
+                      league_exploiters=pool.league_exploiters, main_exploiter_share=league.main_exploiter_share,
+                      league_exploiter_share=league.league_exploiter_share,
+                      main_exploiter_snapshot_weight=league.main_exploiter_snapshot_weight)
 
 
 def rl_module_spec(cfg: TrainConfig, pool: SnapshotPool) -> MultiRLModuleSpec:
     kind = cfg.algo.name
-    specs = {MAIN: module_spec(kind, model_config=main_model_config(cfg))}
+    specs = {module_id: module_spec(kind, model_config=main_model_config(cfg)) for module_id in pool.trainable}
     snapshot = snapshot_model_config(cfg)
     for module_id in pool.module_ids:
+        if module_id in specs:  # an exploiter: built as main is
+            continue
         if module_id.startswith("bot_"):
             bot = module_id[len("bot_"):]
             specs[module_id] = module_spec(
@@ -229,7 +237,7 @@ def build_algorithm_config(cfg: TrainConfig, pool: SnapshotPool | None = None,
         .multi_agent(
             policies={MAIN, *pool.module_ids},
             policy_mapping_fn=matchmaker,
-            policies_to_train=[MAIN],
+            policies_to_train=pool.trainable,
         )
         .rl_module(rl_module_spec=rl_module_spec(cfg, pool))
         .debugging(seed=cfg.seed, log_level="ERROR")

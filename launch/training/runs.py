@@ -95,6 +95,9 @@ class RunState:
     """Iteration of main's newest snapshot."""
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     wandb_id: str | None = None
+    exploiters: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Each exploiter's progress since its last reset (`policies.league.league.ExploiterProgress` fields), by
+    module id; its keys are the exploiter modules the run's algorithm checkpoints hold."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,14 +4,18 @@ The per-game path (`ludo_env.multi_agent_env.LudoMultiAgentEnv`, ``sampler: per_
 N one-game envs and build a `MultiAgentEpisode` one dict at a time. This runner
 (``sampler: batched``, the default) plays a `ludo_env.core.LudoGames` of ``sampler.games`` rows
 and, at each step, answers every game waiting on a decision with one forward pass per seat agent:
-``main`` (exploring, recorded) for all games where a main seat is to move, each snapshot slot
-for its games, each bot (numba) for its games. Nothing runs per game in Python while games are
+``main`` (exploring, recorded) for all games where a main seat is to move, each exploiter
+(``league=alphastar``: trained like main) for its seats, each snapshot slot for its games, each bot
+(numba) for its games. Nothing runs per game in Python while games are
 under way; per game Python runs only when a game starts (its seats are drawn) or ends.
 
 What the learner gets
-  One `SingleAgentEpisode` per (game, main seat): main's observations, actions, rewards and,
-  for PPO, its action logits and log-probabilities. Each carries ``agent_id`` ``seat_<s>``,
-  ``module_id`` ``main`` and the game's id as ``multi_agent_episode_id``, which is how RLlib's
+  One `SingleAgentEpisode` per (game, learner seat): the learner's observations, actions, rewards and,
+  for PPO, its action logits and log-probabilities. A game's learner is the matchup's ``learner``:
+  ``main``, or in an exploiter's game that exploiter; only the learner's seats are recorded, so each
+  role's training data is its own share of the games (``league.*_exploiter_share``), and main at the
+  other seats of an exploiter's game plays as an opponent. Each carries ``agent_id`` ``seat_<s>``,
+  ``module_id`` (the learner's) and the game's id as ``multi_agent_episode_id``, which is how RLlib's
   multi-agent learner connectors key and route single-agent data, so the learner, the module
   set and the checkpoints are those of the per-game path. A seat's reward is what
   `LudoGames.collect_decision_reward` owes it at its next decision (shaping) or
@@ -107,9 +111,14 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         self._stand_in = BotPlayer("random", env_config.seed)
         self._failures: dict[str, str] = {}
         """Seat players that raised and are not yet reported (`take_failures`): member name -> what it raised."""
+        self._exploiter_results: dict[str, ExploiterResults] = {}
+        """Exploiters' finished games not yet reported (`take_exploiter_results`), by module id."""
         self._games_started = 0
-        # Per game and seat: the agent index (0 = main) and, for main seats, the chain and its newest record.
-        self._agents: list[str] = [MAIN]
+        # Per game and seat: the agent index (the trainable modules first, main at 0) and, for the learner's
+        # seats, the chain and its newest record.
+        self._trainable = tuple(trainable_modules(self.config))
+        self._agents: list[str] = list(self._trainable)
+        self._game_learner = [MAIN] * self.batch
         self._seat_agent = np.zeros((self.batch, MAX_PLAYERS), dtype=np.int64)
         self._chain = np.full((self.batch, MAX_PLAYERS), NO_RECORD, dtype=np.int64)
         self._last_record = np.full((self.batch, MAX_PLAYERS), NO_RECORD, dtype=np.int64)
@@ -134,7 +143,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         try:
             return self._agents.index(name)
         except ValueError:
-            if name != MAIN and name not in self.module and name not in self._seat_players:
+            if name not in self.module and name not in self._seat_players:
                 raise ValueError(f"the matchmaker drew '{name}', which this EnvRunner does not have: "
                                  f"modules {', '.join(self.module.keys())}; players "
                                  f"{', '.join(self._seat_players) or 'none'}") from None
@@ -147,14 +156,15 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         for i, b in enumerate(rows):
             key = f"w{self.worker_index or 0}g{self._games_started}"
             self._games_started += 1
-            modules = matchmaker.matchup(key).modules
+            matchup = matchmaker.matchup(key)
             self._game_key[b] = key
+            self._game_learner[b] = matchup.learner
             self._seat_agent[b] = 0
             self._chain[b] = NO_RECORD
-            for seat, name in enumerate(modules):
+            for seat, name in enumerate(matchup.modules):
                 self._seat_agent[b, seat] = self._agent_index(name)
-                if name == MAIN:
-                    self._chain[b, seat] = self._chains.open(key, seat)
+                if name == matchup.learner:
+                    self._chain[b, seat] = self._chains.open(key, seat, name)
             seats[i] = self._games_started % self.players  # the first mover rotates, as in LudoMultiAgentEnv
         self._last_record[rows] = NO_RECORD
         self._game_return[rows] = 0.0
@@ -203,8 +213,8 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
 
     def _publish(self, sampled: _Sampled) -> list[SingleAgentEpisode]:
         self._log_steps(sampled)
-        for length, main_return in sampled.ended_games:
-            self._log_episode(length, main_return)
+        for length, learner_return, learner in sampled.ended_games:
+            self._log_episode(length, learner_return, learner)
         return sampled.episodes
 
     # ------------------------------------------------------------------ weights, seen from RLlib and the league
@@ -216,6 +226,13 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         """One module's weights (a league snapshot slot), between two steps of a sample in progress."""
         with self._weights_lock:
             self.module[module_id].set_state(state)
+
+    def take_exploiter_results(self) -> dict[str, ExploiterResults]:
+        """Each exploiter's finished games since the last call (module id -> `ExploiterResults`): what its freeze
+        rule reads (`policies.league.league.ExploiterRule`)."""
+        with self._weights_lock:  # a prefetching sample may be adding to them
+            results, self._exploiter_results = self._exploiter_results, {}
+        return results
 
     def take_failures(self) -> dict[str, str]:
         """Seat players (league members) that raised since the last call: name -> what they raised."""
@@ -238,8 +255,9 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
         choices = np.zeros(self.batch, dtype=np.int64)
         for agent in np.unique(agents):
             rows = np.flatnonzero(agents == agent)
-            if agent == 0:
-                choices[rows] = self._main_decisions(rows, movers[rows], paid[rows], explore, sampled)
+            if agent < len(self._trainable):
+                choices[rows] = self._learner_decisions(self._agents[agent], rows, movers[rows], paid[rows],
+                                                        explore, sampled)
             else:
                 choices[rows] = self._opponent_decisions(self._agents[agent], rows, explore)
             self.moves_by_agent[self._agents[agent]] += rows.size
@@ -252,22 +270,32 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
             self._start_games(ended)
         return self.batch
 
-    def _main_decisions(self, rows, seats, paid, explore: bool, sampled: _Sampled) -> np.ndarray:
-        last = self._last_record[rows, seats]
-        owed = last != NO_RECORD
-        self._records.reward[last[owed]] += paid[owed]
-        self._game_return[rows] += paid
+    def _learner_decisions(self, name: str, rows, seats, paid, explore: bool, sampled: _Sampled) -> np.ndarray:
+        """A trainable module's decisions; those at its own games' learner seats are recorded (in an exploiter's
+        game, main's seats play unrecorded, as an opponent)."""
         obs = self.games.observe(rows)
         batch = inference_batch(obs[OBSERVATIONS], obs[ACTION_MASK], obs[STATE])
-        module = self.module[MAIN]
+        module = self.module[name]
         with torch.no_grad():
             if explore:
                 out = module.forward_exploration(batch, t=self._lifetime_steps())
             else:
                 out = module.forward_inference(batch)
         actions, logits, logp = _actions_of(out, explore)
-        sampled.main_steps += rows.size
-        index = self._records.add(self._chain[rows, seats], obs, actions, logits, logp)
+        recorded = np.flatnonzero(self._chain[rows, seats] != NO_RECORD)
+        if recorded.size == 0:
+            return actions
+        rows, seats, paid = rows[recorded], seats[recorded], paid[recorded]
+        last = self._last_record[rows, seats]
+        owed = last != NO_RECORD
+        self._records.reward[last[owed]] += paid[owed]
+        self._game_return[rows] += paid
+        sampled.module_steps[name] += rows.size
+        if name != MAIN:
+            self._exploiter_results.setdefault(name, ExploiterResults()).decisions += rows.size
+        index = self._records.add(self._chain[rows, seats], {k: v[recorded] for k, v in obs.items()},
+                                  actions[recorded], None if logits is None else logits[recorded],
+                                  None if logp is None else logp[recorded])
         self._last_record[rows, seats] = index
         return actions
 
@@ -295,23 +323,29 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
                    else module.forward_inference(batch))
         return _actions_of(out, explore)[0]
 
-    def _end_games(self, rows: np.ndarray) -> list[tuple[int, float]]:
-        """Pay every main seat its end reward and close its chain; (decisions, main's return) of each game."""
+    def _end_games(self, rows: np.ndarray) -> list[tuple[int, float, str]]:
+        """Pay every learner seat its end reward and close its chain; (decisions, the learner's return, the
+        learner) of each game. An exploiter's finished game goes to its results."""
         games, ended = self.games, []
         for b in rows:
             final = games.collect_end_rewards(int(b))
             terminated = bool(games.over(slice(b, b + 1))[0])
-            main_seats = np.flatnonzero(self._chain[b, : self.players] != NO_RECORD)
-            for seat in main_seats:
+            learner_seats = np.flatnonzero(self._chain[b, : self.players] != NO_RECORD)
+            for seat in learner_seats:
                 last = self._last_record[b, seat]
                 chain = self._chain[b, seat]
-                if last == NO_RECORD:  # main never had a decision at this seat
+                if last == NO_RECORD:  # the learner never had a decision at this seat
                     self._chains.forget(int(chain))
                     continue
                 self._records.reward[last] += final[seat]
                 self._game_return[b] += final[seat]
                 self._chains.close(chain, terminated)
-            ended.append((int(self._game_decisions[b]), float(self._game_return[b])))
+            learner = self._game_learner[b]
+            if learner != MAIN:
+                results = self._exploiter_results.setdefault(learner, ExploiterResults())
+                if terminated:
+                    results.add_game(games.places(int(b)), learner_seats)
+            ended.append((int(self._game_decisions[b]), float(self._game_return[b]), learner))
             self._chain[b] = NO_RECORD
         return ended
 
@@ -342,7 +376,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
     def _episode(self, chain: int, idx: np.ndarray, observations: np.ndarray, terminated: bool,
                  truncated: bool) -> SingleAgentEpisode:
         records, chains = self._records, self._chains
-        key, seat = chains.owner[chain]
+        key, seat, module_id = chains.owner[chain]
         n = idx.size
         extra = {}
         if records.logits is not None:
@@ -362,7 +396,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
             t_started=chains.shipped[chain],
             len_lookback_buffer=0,
             agent_id=seat_agent(seat),
-            module_id=MAIN,
+            module_id=module_id,
             multi_agent_episode_id=key,
         )
         chains.shipped[chain] += n
@@ -378,21 +412,25 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
             self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, agent), int(sampled.seat_steps[seat]), reduce="sum")
             self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent), int(sampled.seat_steps[seat]),
                                    reduce="lifetime_sum")
-        main_steps = sampled.main_steps
-        self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, MAIN), main_steps, reduce="sum")
-        self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, MAIN), main_steps, reduce="lifetime_sum")
+        for module_id in self._trainable:
+            steps = sampled.module_steps[module_id]
+            self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
+            self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
 
-    def _log_episode(self, length: int, main_return: float) -> None:
+    def _log_episode(self, length: int, learner_return: float, learner: str) -> None:
+        """A game's length and its learner's return; the overall return figures are main's games' alone."""
         self.metrics.log_value(NUM_EPISODES, 1, reduce="sum")
         self.metrics.log_value(NUM_EPISODES_LIFETIME, 1, reduce="lifetime_sum")
         window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing
                                   / (self.config.num_env_runners or 1)))
-        self.metrics.log_dict({EPISODE_LEN_MEAN: length, EPISODE_RETURN_MEAN: main_return,
-                               EPISODE_MODULE_RETURN_MEAN: {MAIN: main_return}}, window=window)
-        self.metrics.log_dict({EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: main_return}, reduce="min",
-                              window=window)
-        self.metrics.log_dict({EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: main_return}, reduce="max",
-                              window=window)
+        self.metrics.log_dict({EPISODE_MODULE_RETURN_MEAN: {learner: learner_return}}, window=window)
+        self.metrics.log_dict({EPISODE_LEN_MEAN: length}, window=window)
+        self.metrics.log_dict({EPISODE_LEN_MIN: length}, reduce="min", window=window)
+        self.metrics.log_dict({EPISODE_LEN_MAX: length}, reduce="max", window=window)
+        if learner == MAIN:
+            self.metrics.log_dict({EPISODE_RETURN_MEAN: learner_return}, window=window)
+            self.metrics.log_dict({EPISODE_RETURN_MIN: learner_return}, reduce="min", window=window)
+            self.metrics.log_dict({EPISODE_RETURN_MAX: learner_return}, reduce="max", window=window)
 
     def _lifetime_steps(self) -> int:
         """The run's env steps so far, the clock of DQN's epsilon schedule: the count the algorithm last synced
@@ -402,13 +440,48 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
 
 @dataclass
 class _Sampled:
-    """What one sample played: main's episodes (chunks), decisions per seat, and the games that ended."""
+    """What one sample played: the learners' episodes (chunks), decisions per seat and per learner, and the games
+    that ended (decisions, the learner's return, the learner)."""
 
     seat_steps: np.ndarray
     steps: int = 0
-    main_steps: int = 0
-    ended_games: list[tuple[int, float]] = field(default_factory=list)
+    module_steps: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    ended_games: list[tuple[int, float, str]] = field(default_factory=list)
     episodes: list[SingleAgentEpisode] = field(default_factory=list)
+
+
+@dataclass
+class ExploiterResults:
+    """An exploiter's own decisions, and how its finished games went: of the opponent seats it met, how many it
+    finished ahead of (a seat still without a place counts as behind)."""
+
+    decisions: int = 0
+    games: int = 0
+    ahead: int = 0
+    met: int = 0
+
+    def add_game(self, places: np.ndarray, learner_seats: np.ndarray) -> None:
+        self.games += 1
+        mine = {int(s) for s in learner_seats}
+        for seat in mine:
+            for other in range(places.size):
+                if other not in mine:
+                    self.met += 1
+                    self.ahead += int(places[seat] != 0 and (places[other] == 0 or places[seat] < places[other]))
+
+    def merge(self, other: ExploiterResults) -> None:
+        self.decisions += other.decisions
+        self.games += other.games
+        self.ahead += other.ahead
+        self.met += other.met
+
+
+def trainable_modules(config) -> list[str]:
+    """The modules the learner trains (``policies_to_train``, main first): their seats are recorded."""
+    trainable = config.policies_to_train
+    if trainable is None or callable(trainable):
+        raise ValueError("BatchedLudoEnvRunner needs policies_to_train as a list of module ids (build.py sets it)")
+    return [MAIN, *(m for m in trainable if m != MAIN)]
 
 
 def seat_players(specs: dict[str, str], seed: int = 0) -> dict[str, Any]:
@@ -433,7 +506,7 @@ def _actions_of(out: dict, explore: bool) -> tuple[np.ndarray, np.ndarray | None
 
 
 class _Records:
-    """main's decisions not yet shipped, as growing numpy columns (one row per decision). A module that acts
+    """The learners' decisions not yet shipped, as growing numpy columns (one row per decision). A module that acts
     through logits (PPO) also has its logits and log-probabilities kept; one that outputs actions (DQN) not."""
 
     def __init__(self, space, capacity: int = 16384):
@@ -491,19 +564,20 @@ class _Records:
 
 
 class _Chains:
-    """main's seat in one game: its key, its seat, how many steps were shipped, and how it ended."""
+    """A learner's seat in one game: the game's key, the seat, the module, how many steps were shipped, and how
+    it ended."""
 
     def __init__(self):
-        self.owner: dict[int, tuple[str, int]] = {}
+        self.owner: dict[int, tuple[str, int, str]] = {}
         self.shipped: dict[int, int] = {}
         self.done: dict[int, bool] = {}
         """Ended chains: True terminated, False truncated (the turn limit)."""
         self._next = 0
 
-    def open(self, key: str, seat: int) -> int:
+    def open(self, key: str, seat: int, module_id: str) -> int:
         chain = self._next
         self._next += 1
-        self.owner[chain], self.shipped[chain] = (key, seat), 0
+        self.owner[chain], self.shipped[chain] = (key, seat, module_id), 0
         return chain
 
     def close(self, chain: int, terminated: bool) -> None:

@@ -20,7 +20,7 @@ reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        each algorithm's own settings     ppo, dqn (RLlib); ga, imitate (seed 001), td_lambda (seed 004)
             (`launch.training.algorithms`)
-league      `LeagueConfig`                    pfsp, uniform
+league      `LeagueConfig`                    pfsp, uniform, alphastar
 resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
 eval        `EvalConfig`                      panel
@@ -324,6 +324,51 @@ def check_league(cfg: TrainConfig) -> None:
     if members < cfg.variant.players:
         raise ValueError(f"the league has {members} members without snapshots, fewer than the "
                          f"{cfg.variant.players} seats of a rating round: add league.rated_bots")
+    check_exploiters(cfg)
+
+
+MAX_EXPLOITERS = 64
+"""Exploiters of one role: each is a trainable module on the learner and a forward pass per sampler step."""
+
+
+def check_exploiters(cfg: TrainConfig) -> None:
+    """The AlphaStar roles (league=alphastar): counts, shares of the games, freeze and reset rules."""
+    league = cfg.league
+    for role in ("main_exploiter", "league_exploiter"):
+        count, share = getattr(league, f"{role}s"), getattr(league, f"{role}_share")
+        Range(0, MAX_EXPLOITERS).check(f"league.{role}s", count)
+        Range(0, 1).check(f"league.{role}_share", share)
+        if count and not share:
+            raise ValueError(f"league.{role}s={count} with league.{role}_share=0 gives them no games: "
+                             f"set league.{role}_share, e.g. 0.2")
+        if share and not count:
+            raise ValueError(f"league.{role}_share={share:g} gives games to {role}s, but league.{role}s=0: "
+                             f"set league.{role}s or league.{role}_share=0")
+        games = cfg.sampler.games if cfg.sampler.name == "batched" else cfg.resources.envs_per_runner
+        if count and share * games < count:
+            raise ValueError(f"league.{role}s={count} is too many for league.{role}_share={share:g} of the "
+                             f"sampler.games={games} games of an EnvRunner: each needs a game at least; "
+                             f"lower league.{role}s or raise the share or sampler.games")
+    shares = league.main_exploiter_share + league.league_exploiter_share
+    if shares >= 1:
+        raise ValueError(f"league.main_exploiter_share + league.league_exploiter_share = {shares:g} leaves main "
+                         "no games: the exploiters' shares must add up to less than 1")
+    Range(0, 1).check("league.main_exploiter_snapshot_weight", league.main_exploiter_snapshot_weight)
+    Range(0, 1, low_open=True).check("league.exploiter_freeze_ahead", league.exploiter_freeze_ahead)
+    _at_least("league.exploiter_min_games", league.exploiter_min_games, 1)
+    _at_least("league.exploiter_step_budget", league.exploiter_step_budget, 1)
+    Range(0, 1).check("league.league_exploiter_reset", league.league_exploiter_reset)
+    if not (league.main_exploiters or league.league_exploiters):
+        return
+    if cfg.algo.name != "ppo":
+        raise ValueError(f"exploiters (league.main_exploiters, league.league_exploiters) train with algo=ppo "
+                         f"only: algo={cfg.algo.name}'s replay keeps main's decisions alone")
+    if cfg.sampler.name != "batched":
+        raise ValueError("exploiters (league.main_exploiters, league.league_exploiters) need "
+                         "sampler.name=batched, which records each learner's own games")
+    if league.max_snapshots < 1:
+        raise ValueError("exploiters are frozen into the league's snapshot slots, and league.max_snapshots=0 "
+                         "has none: set league.max_snapshots >= 1")
 
 
 def check_resources(res: ResourcesConfig) -> None:

@@ -53,7 +53,7 @@ from typing import Any
 from policies.league.ratings import CLEARLY_AHEAD_Z, field_scores, head_to_head, shared_ranks
 from policies.league.store import LeagueStore, Match, Member
 
-COLUMNS = ("rank", "name", "kind", "mu", "sigma", "ordinal", "games", "ahead_of_field", "win_rate_vs_random",
+COLUMNS = ("rank", "name", "kind", "role", "mu", "sigma", "ordinal", "games", "ahead_of_field", "win_rate_vs_random",
            "iteration", "active")
 PANEL_BASELINE = "random"
 EVAL_PREFIX = "eval/win_rate_vs_"
@@ -129,6 +129,7 @@ def _ranking(league: _League) -> list[dict[str, Any]]:
             "rank": rank,
             "name": member.name,
             "kind": member.kind,
+            "role": member.role,
             "mu": member.mu,
             "sigma": member.sigma,
             "ordinal": member.ordinal,
@@ -345,6 +346,7 @@ def _ranking_table(league: _League) -> str:
             f'<td class="num">{MISSING if row["rank"] is None else row["rank"]}</td>'
             f'<td class="name" title="{html.escape(member.spec, quote=True)}">{name}</td>'
             f'<td><span class="kind kind-{row["kind"]}">{row["kind"]}</span></td>'
+            f'<td class="role">{MISSING if row["role"] is None else html.escape(row["role"])}</td>'
             f'<td class="num">{_number(row["mu"])}</td>'
             f'<td class="num">{_number(row["sigma"])}</td>'
             f'<td class="num strong">{_number(low)} to {_number(high)}</td>'
@@ -356,7 +358,9 @@ def _ranking_table(league: _League) -> str:
             "</tr>"
         )
     head = ('<tr><th class="num" title="1 + the members clearly rated above it: members within noise of each other '
-            'share a rank">#</th><th>member</th><th>kind</th><th class="num">mu</th>'
+            'share a rank">#</th><th>member</th><th>kind</th>'
+            '<th title="the learner it was, or is: main, a main exploiter or a league exploiter">role</th>'
+            '<th class="num">mu</th>'
             '<th class="num">sigma</th>'
             '<th class="num" title="mu &#177; 1.96 sigma: a member whose interval lies wholly above another\'s is '
             'clearly stronger">mu, 95%</th>'
@@ -416,9 +420,9 @@ nav.site a.here { color: #fff; font-weight: bold; border-bottom: 2px solid #fff;
   .kind { padding: 0 5px; font-size: 11px; }
   th { white-space: normal; vertical-align: bottom; }
   /* mu, sigma, iteration and status give way: the interval and the greyed rows say them in short */
-  #ranking :is(th, td):is(:nth-child(4), :nth-child(5), :nth-child(10), :nth-child(11)) { display: none; }
+  #ranking :is(th, td):is(:nth-child(5), :nth-child(6), :nth-child(11), :nth-child(12)) { display: none; }
   /* the interval's two ends may stack */
-  #ranking td:nth-child(6) { white-space: normal; }
+  #ranking td:nth-child(7) { white-space: normal; }
   .plot-box > .plot { min-width: var(--min-width, 0px); }
 }
 """

@@ -23,6 +23,24 @@ Snapshot rule (`LeagueSettings`)
     shrinks with their games, so that would evict the newest snapshots, which
     have played least, however strong.)
 
+Roles (``league=alphastar``; `ExploiterRule`)
+    Besides main, AlphaStar's exploiters learn in the same run, each an RLlib
+    module of its own trained on its own share of the games: main exploiters
+    (``main_exploiters``, share ``main_exploiter_share``) against the current
+    main only (or main's snapshots, ``main_exploiter_snapshot_weight``), league
+    exploiters (``league_exploiters``, ``league_exploiter_share``) against
+    opponents drawn as main's are. An exploiter is frozen into the league as a
+    snapshot with its role (``main_exploiter_0@<iteration>``) when, over at
+    least ``exploiter_min_games`` of its training games since its last reset,
+    it finished ahead of its opponents' seats ``exploiter_freeze_ahead`` of the
+    time, or after ``exploiter_step_budget`` of its own decisions. Then a main
+    exploiter restarts from its initial weights, a league exploiter with chance
+    ``league_exploiter_reset``. A frozen exploiter takes a snapshot slot like
+    main's snapshots (the same eviction), starts from main's rating as they do
+    (openskill's start would have it evicted before it was ever rated), and is
+    drawn at main's seats like any snapshot. The league's PFSP chances are main's: a league exploiter meets
+    the members main finds hard (it has no record of its own until frozen).
+
 Matchmaking (`matchmaker`, a `policies.league.pool.Matchmaker`)
     One seat is always main. Every other seat is main (``main_weight``: pure
     self-play), a seed bot of ``bots`` (``bot_weight``) or an active
@@ -56,7 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policies.league.pool import Matchmaker, bot_module_id, snapshot_id
+from policies.league.pool import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, Matchmaker, bot_module_id, exploiter_id, \
+    role_of, snapshot_id
 from policies.league.ratings import (
     LEAGUE_TAU,
     MAIN_DRIFT,
@@ -159,6 +178,93 @@ class LeagueSettings:
     """Games per line-up (seats rotate: a multiple of the player count seats everyone equally)."""
     with_main: bool = True
     """A training league has the learner as member ``main``; a cross-run league does not."""
+    main_exploiters: int = 0
+    """Main exploiters (``league=alphastar``): learners trained only against the current main (RLlib modules
+    ``main_exploiter_<i>``)."""
+    league_exploiters: int = 0
+    """League exploiters: learners trained against opponents drawn as main's are (``league_exploiter_<i>``)."""
+    main_exploiter_share: float = 0.0
+    """Share of the training games (so of the env steps) that are main exploiters' games, split evenly among
+    them; main keeps what the exploiters' shares leave."""
+    league_exploiter_share: float = 0.0
+    """Share of the training games that are league exploiters' games, split evenly among them."""
+    main_exploiter_snapshot_weight: float = 0.0
+    """Share of a main exploiter's opponent seats that are main's own snapshots (uniformly); the rest are the
+    current main."""
+    exploiter_freeze_ahead: float = 0.7
+    """Freeze an exploiter into the league when, in its training games since its last reset, it finished ahead
+    of its opponents' seats this often (a main exploiter's opponents are main)..."""
+    exploiter_min_games: int = 200
+    """... over at least this many finished games."""
+    exploiter_step_budget: int = 1_000_000
+    """Or freeze it after this many of its own decisions since its last reset, however it does."""
+    league_exploiter_reset: float = 0.25
+    """Chance that a league exploiter restarts from its initial weights when frozen (a main exploiter always
+    does)."""
+
+
+@dataclass
+class ExploiterProgress:
+    """One exploiter since its last reset (kept in the run state across a resume): its own decisions, its
+    finished training games and, over its opponents' seats in them, how many it finished ahead of; and how often
+    it was frozen and reset over the run."""
+
+    decisions: int = 0
+    games: int = 0
+    ahead: int = 0
+    met: int = 0
+    frozen: int = 0
+    resets: int = 0
+
+    @property
+    def ahead_rate(self) -> float | None:
+        return self.ahead / self.met if self.met else None
+
+    def add(self, decisions: int, games: int, ahead: int, met: int) -> None:
+        self.decisions += decisions
+        self.games += games
+        self.ahead += ahead
+        self.met += met
+
+    def restart(self, reset: bool) -> None:
+        """Frozen: its count starts again (from its initial weights when `reset`)."""
+        self.decisions = self.games = self.ahead = self.met = 0
+        self.frozen += 1
+        self.resets += int(reset)
+
+
+@dataclass(frozen=True)
+class ExploiterRule:
+    """When an exploiter is frozen into the league, and whether it then restarts from its initial weights
+    (module docstring, Roles)."""
+
+    freeze_ahead: float
+    min_games: int
+    step_budget: int
+    league_exploiter_reset: float
+
+    @classmethod
+    def of(cls, settings: LeagueSettings) -> ExploiterRule:
+        return cls(settings.exploiter_freeze_ahead, settings.exploiter_min_games, settings.exploiter_step_budget,
+                   settings.league_exploiter_reset)
+
+    def freeze_reason(self, progress: ExploiterProgress) -> str | None:
+        """Why `progress` freezes its exploiter now, in words; None while it does not."""
+        rate = progress.ahead_rate
+        if progress.games >= self.min_games and rate is not None and rate >= self.freeze_ahead:
+            return f"ahead of its opponents {rate:.0%} of the time over {progress.games:,} games"
+        if progress.decisions >= self.step_budget:
+            return f"its step budget spent ({progress.decisions:,} decisions)"
+        return None
+
+    def resets(self, module_id: str, draw: float) -> bool:
+        """Whether the exploiter restarts from its initial weights; `draw` is uniform in [0, 1)."""
+        role = role_of(module_id)
+        if role == MAIN_EXPLOITER:
+            return True
+        if role == LEAGUE_EXPLOITER:
+            return draw < self.league_exploiter_reset
+        raise ValueError(f"{module_id!r} is no exploiter: only exploiters are frozen by this rule")
 
 
 @dataclass
@@ -292,9 +398,11 @@ class League:
                 and last_snapshot_iteration != iteration)
 
     def add_snapshot(self, iteration: int, env_steps: int, write_weights,
-                     panel: Mapping[str, Any] | None = None) -> tuple[Member, Member | None]:
-        """Freeze main: `write_weights(folder)` writes its policy; returns the new member and the one evicted."""
-        name = self._free_name(f"main@{iteration}")
+                     panel: Mapping[str, Any] | None = None, learner: str = MAIN) -> tuple[Member, Member | None]:
+        """Freeze `learner` (main or an exploiter's module id): `write_weights(folder)` writes its policy; returns
+        the new member (a snapshot with the learner's role) and the one evicted."""
+        role = role_of(learner)
+        name = self._free_name(f"{learner}@{iteration}")
         folder = Path(SNAPSHOT_DIR) / safe_folder_name(name)
         write_weights(self.folder / folder)  # files first: a committed member always has its weights
         taken = self.slot_members()
@@ -308,10 +416,12 @@ class League:
                 evicted = min(taken.values(), key=lambda m: (m.mu, m.iteration or 0))
                 slot = evicted.slot
                 self.store.evict(evicted.id)
-            # A snapshot is main at this moment: it starts from main's rating.
+            # A snapshot of main is main at this moment: it starts from main's rating. So does a frozen exploiter,
+            # which trained against main or main's league: openskill's start (ordinal 0) would make it the
+            # lowest-rated snapshot, evicted by the next one before any round had rated it.
             member = self.store.add_member(name, "snapshot", f"ckpt:{folder.as_posix()}", iteration=iteration,
                                            env_steps=env_steps, mu=main.mu, sigma=main.sigma,
-                                           panel=dict(panel) if panel else None, slot=slot)
+                                           panel=dict(panel) if panel else None, slot=slot, role=role)
         return member, evicted
 
     def _free_name(self, name: str) -> str:
@@ -351,6 +461,12 @@ class League:
             bot_priorities=tuple(priority(b) for b in bots),
             externals=tuple(m.name for m in externals), external_weight=settings.external_weight,
             external_priorities=tuple(priority(m) for m in externals),
+            main_exploiters=tuple(exploiter_id(MAIN_EXPLOITER, i) for i in range(settings.main_exploiters)),
+            league_exploiters=tuple(exploiter_id(LEAGUE_EXPLOITER, i) for i in range(settings.league_exploiters)),
+            main_exploiter_share=settings.main_exploiter_share,
+            league_exploiter_share=settings.league_exploiter_share,
+            main_snapshots=tuple(snapshot_id(slot) for slot, m in ordered if m.role == MAIN),
+            main_exploiter_snapshot_weight=settings.main_exploiter_snapshot_weight,
         )
 
     def _recent_records(self, rounds_back: int) -> dict[tuple[int, int], tuple[int, int]]:

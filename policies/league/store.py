@@ -21,7 +21,10 @@ Tables (schema version `SCHEMA_VERSION`, kept in ``meta``):
     against the evaluation panel when known (``panel``, JSON), and
     ``active`` / ``evicted_at``: an evicted snapshot leaves the league but
     keeps its row, its matches and its ratings. ``slot`` is the RLlib module
-    slot an active snapshot occupies during training.
+    slot an active snapshot occupies during training. ``role`` is the learner
+    a ``main`` or ``snapshot`` member was (``main``, ``main_exploiter``,
+    ``league_exploiter``: `policies.league.pool.ROLES`; a frozen exploiter is a
+    snapshot of its role); other kinds have none.
 ``rounds``
     One rating round: when, at which training iteration, under which rules.
 ``matches``
@@ -47,10 +50,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from policies.league.pool import MAIN, ROLES
 from policies.league.ratings import ordinal, start_rating
 
-SCHEMA_VERSION = 2  # 2: members of kind human (schema 1 databases are migrated when opened for writing)
+SCHEMA_VERSION = 3  # 2: members of kind human; 3: members' role (older databases are migrated when opened for
+# writing, and read as they are by a reader)
 MEMBER_KINDS = ("main", "snapshot", "bot", "external", "human")
+LEARNER_KINDS = ("main", "snapshot")
+"""Kinds of member that have a role: the learner itself and its frozen copies."""
 HUMAN_KIND = "human"  # a person rated from their games on the browser site (launch/serve.py); never plays in training
 DB_NAME = "league.db"
 
@@ -69,7 +76,8 @@ CREATE TABLE IF NOT EXISTS members (
     slot INTEGER,
     mu REAL NOT NULL,
     sigma REAL NOT NULL,
-    panel TEXT
+    panel TEXT,
+    role TEXT
 );
 CREATE TABLE IF NOT EXISTS rounds (
     id INTEGER PRIMARY KEY,
@@ -120,6 +128,8 @@ class Member:
     mu: float
     sigma: float
     panel: dict[str, Any] | None
+    role: str | None = None
+    """The learner a main or snapshot member was (`policies.league.pool.ROLES`); None for the other kinds."""
 
     @property
     def ordinal(self) -> float:
@@ -260,20 +270,27 @@ class LeagueStore:
     # ------------------------------------------------------------------ members
     def add_member(self, name: str, kind: str, spec: str, *, iteration: int | None = None,
                    env_steps: int | None = None, mu: float | None = None, sigma: float | None = None,
-                   panel: dict[str, Any] | None = None, slot: int | None = None) -> Member:
-        """A new member with openskill's starting rating unless given; a taken name is an error."""
+                   panel: dict[str, Any] | None = None, slot: int | None = None, role: str | None = None) -> Member:
+        """A new member with openskill's starting rating unless given; a taken name is an error. A main or
+        snapshot member's `role` is main unless given; other kinds have none."""
         if kind not in MEMBER_KINDS:
             raise LeagueStoreError(f"member kind {kind!r} is not allowed: choose {', '.join(MEMBER_KINDS)}")
+        if kind in LEARNER_KINDS:
+            role = role or MAIN
+            if role not in ROLES:
+                raise LeagueStoreError(f"member role {role!r} is not allowed: choose {', '.join(ROLES)}")
+        elif role is not None:
+            raise LeagueStoreError(f"a member of kind {kind} has no role, got {role!r}")
         if self.member(name) is not None:
             raise LeagueStoreError(f"the league already has a member named {name!r}")
         if mu is None or sigma is None:
             mu, sigma = start_rating()
         with self.transaction():
             self.db.execute(
-                "INSERT INTO members (name, kind, spec, iteration, env_steps, created_at, slot, mu, sigma, panel)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO members (name, kind, spec, iteration, env_steps, created_at, slot, mu, sigma, panel,"
+                " role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (name, kind, spec, iteration, env_steps, time.time(), slot, mu, sigma,
-                 None if panel is None else json.dumps(panel)),
+                 None if panel is None else json.dumps(panel), role),
             )
         return self.member(name)
 
@@ -385,11 +402,12 @@ class LeagueStore:
 
 
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
-    """A schema 1 database to schema 2 in one transaction of its own, before foreign keys are turned on (SQLite
-    cannot rebuild a table that others refer to with them on): the members table rebuilt with kind ``human``
-    allowed by its CHECK (SQLite cannot change a CHECK in place). Rows and ids are kept, so matches and ratings
-    still name the same members; the foreign keys are checked before the commit. A new or current database is
-    left alone."""
+    """An older database to the current schema in one transaction of its own, before foreign keys are turned on
+    (SQLite cannot rebuild a table that others refer to with them on). Schema 1 to 2: the members table rebuilt
+    with kind ``human`` allowed by its CHECK (SQLite cannot change a CHECK in place). Schema 2 to 3: a ``role``
+    column, ``main`` for main and its snapshots (the only learner there was). Rows and ids are kept, so matches
+    and ratings still name the same members; the foreign keys are checked before the commit. A new or current
+    database is left alone."""
     try:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.OperationalError:  # no meta table: a new database, made at the current schema
@@ -407,6 +425,10 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
                 db.execute("INSERT INTO members_v2 SELECT * FROM members")
                 db.execute("DROP TABLE members")
                 db.execute("ALTER TABLE members_v2 RENAME TO members")
+            columns = {row[1] for row in db.execute("PRAGMA table_info(members)").fetchall()}
+            if "role" not in columns:
+                db.execute("ALTER TABLE members ADD COLUMN role TEXT")
+                db.execute("UPDATE members SET role = ? WHERE kind IN ('main', 'snapshot')", (MAIN,))
             if db.execute("PRAGMA foreign_key_check").fetchone() is not None:
                 raise LeagueStoreError(f"{path}: the league database cannot be migrated to schema "
                                        f"{SCHEMA_VERSION} (its foreign keys do not hold)")
@@ -451,4 +473,6 @@ def _member(row: sqlite3.Row) -> Member:
         env_steps=row["env_steps"], created_at=row["created_at"], active=bool(row["active"]),
         evicted_at=row["evicted_at"], slot=row["slot"], mu=row["mu"], sigma=row["sigma"],
         panel=None if row["panel"] is None else json.loads(row["panel"]),
+        # A reader leaves an older database as it is: before roles, main and its snapshots were main's.
+        role=row["role"] if "role" in row.keys() else (MAIN if row["kind"] in LEARNER_KINDS else None),
     )

@@ -183,3 +183,29 @@ def test_an_agent_that_cannot_sit_is_refused_before_ray_starts(tmp_path, players
         seat_externals(cfg, _League(other=spec))
     assert message in str(err.value) and "\n" not in str(err.value)
     assert not ray.is_initialized()
+
+
+def test_each_learner_records_its_own_games_and_exploiters_report_theirs():
+    # league=alphastar: main, a main exploiter and a league exploiter learn; each game records only its learner.
+    runner = runner_for("league=alphastar", "league.main_exploiter_share=0.3", "league.league_exploiter_share=0.3")
+    matchmaker = runner.config.policy_mapping_fn
+    episodes = runner.sample(num_timesteps=24 * 300)
+    learners = defaultdict(set)
+    for episode in episodes:
+        learners[episode.multi_agent_episode_id].add(episode.module_id)
+    assert {m for modules in learners.values() for m in modules} == {MAIN, "main_exploiter_0", "league_exploiter_0"}
+    for key, modules in learners.items():
+        matchup = matchmaker.matchup(key)
+        assert modules == {matchup.learner}
+        seats = {int(e.agent_id.rpartition("_")[2]) for e in episodes if e.multi_agent_episode_id == key}
+        assert seats <= set(matchup.learner_seats)
+    results = runner.take_exploiter_results()
+    assert set(results) == {"main_exploiter_0", "league_exploiter_0"}
+    recorded = defaultdict(int)
+    for episode in episodes:
+        recorded[episode.module_id] += len(episode)
+    for module_id, result in results.items():
+        assert result.decisions >= recorded[module_id] > 0  # a chain's newest decision waits for the next sample
+        assert result.games > 0 and 0 <= result.ahead <= result.met == 3 * result.games
+    assert runner.take_exploiter_results() == {}
+    assert runner.illegal_moves == 0

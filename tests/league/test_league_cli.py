@@ -14,8 +14,8 @@ from tests.league.tiny_policy import write_tiny_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = ("random", "fast", "hybrid")
-ROW = re.compile(r"^\s*(\d+|-)\s+(\S+)\s+(main|snapshot|bot|external)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+) to "
-                 r"(-?[\d.]+)\s+(\S+)"
+ROW = re.compile(r"^\s*(\d+|-)\s+(\S+)\s+(main|snapshot|bot|external)\s+(main|main_exploiter|league_exploiter|-)\s+"
+                 r"(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+) to (-?[\d.]+)\s+(\S+)"
                  r"\s+(-|[\d.]+% ± [\d.]+ \([\d,]+\))")
 
 
@@ -25,8 +25,8 @@ def league_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 def standings(stdout: str) -> dict[str, dict]:
-    """The standings table: member name -> its row (rank, kind, mu, sigma, interval, vs random, ahead of field), in
-    the table's order; the line under the table says what the rank means."""
+    """The standings table: member name -> its row (rank, kind, role, mu, sigma, interval, vs random, ahead of
+    field), in the table's order; the line under the table says what the rank means."""
     lines = stdout.strip().splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "member"])
     rows = {}
@@ -35,8 +35,8 @@ def standings(stdout: str) -> dict[str, dict]:
             break
         match = ROW.match(line)
         assert match, f"not a standings row: {line!r}"
-        rank, name, kind, mu, sigma, low, high, vs_random, ahead = match.groups()
-        rows[name] = {"rank": None if rank == "-" else int(rank), "kind": kind, "mu": float(mu),
+        rank, name, kind, role, mu, sigma, low, high, vs_random, ahead = match.groups()
+        rows[name] = {"rank": None if rank == "-" else int(rank), "kind": kind, "role": role, "mu": float(mu),
                       "sigma": float(sigma), "interval": (float(low), float(high)), "vs_random": vs_random,
                       "ahead": ahead}
     return rows

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, learning_rate
+from launch.training.ppo_learner import SharedMinibatchPPOLearner
 from launch.training.settings import AT_LEAST_ONE, CLIP, COEFFICIENT, SHARE, Range, RLlibSettings
 from policies.algorithms import module_algorithm
 
@@ -73,6 +74,9 @@ def apply(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
         kl_coeff=algo.kl_coeff,
         grad_clip=algo.grad_clip,
     )
+    if cfg.league.main_exploiters or cfg.league.league_exploiters:
+        # Several trained modules of unequal batches: each minibatch takes the same share of each (ppo_learner.py).
+        config.learners(learner_class=SharedMinibatchPPOLearner)
 
 
 def progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:

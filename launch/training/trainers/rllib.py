@@ -8,16 +8,22 @@ everything to wandb (offline unless told otherwise), 7 checkpoint atomically. Th
 overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is `launch.training.loop`'s; `LeagueSelfPlay`
 supplies steps 2-7. Step 1, composing and checking the config, is the command's (`launch/train.py`).
 
+With exploiters (``league=alphastar``), every iteration also collects each exploiter's finished games from the
+runners, and freezes into the league (step 5) each one whose rule fires (`policies.league.league.ExploiterRule`),
+resetting it to its initial weights (kept in ``<run>/league/initial/<module>/``) when the rule says so.
+
 An external league member that raises mid-run (at a training seat, against the panel, in a rating round) is
 named in one warning line and dropped from the league for good; training goes on. A panel bot of the user's
 that raises stops the run in one line after a checkpoint.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +45,8 @@ from ludo_env.core import ACTION_SPACE, observation_space
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError, find_policy, read_meta, write_policy
 from policies.league.evaluation import evaluate_panel, learned_player, override_value, panel_record
-from policies.league.league import MAIN_MEMBER, League, MemberFailed
+from policies.league.league import MAIN_MEMBER, SNAPSHOT_DIR, ExploiterProgress, ExploiterRule, League, \
+    MemberFailed
 from policies.league.pool import MAIN, snapshot_id
 from policies.league.store import DB_NAME, LeagueStore
 from policies.modules import module_spec
@@ -100,6 +107,8 @@ class LeagueSelfPlay(Trainer):
         # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
         for slot, member in league.slot_members().items():
             push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
+        self.exploiters = ExploiterTraining(cfg, run.path / SNAPSHOT_DIR, state)
+        self.exploiters.keep_initial_weights(algo, evaluator)
         started = f"new run, main from {self.init}" if self.resumed is None and self.init else "new run"
         return (f"{'resumed from ' + self.resumed.name if self.resumed else started}; "
                 f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
@@ -153,7 +162,9 @@ class LeagueSelfPlay(Trainer):
             snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
         if snapshot_due:
             take_snapshot(algo, league, self.pool, state, evaluator, evaluation)
-        if league_round is not None or snapshot_due:
+        self.exploiters.collect(algo)
+        frozen = self.exploiters.freeze_due(algo, league, self.pool, state, evaluator)
+        if league_round is not None or snapshot_due or frozen:
             install_matchmaker(algo, training_matchmaker(cfg, league))
 
         # 6. log
@@ -220,6 +231,11 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
         if state.snapshot_slots is not None and state.snapshot_slots != cfg.league.max_snapshots:
             raise UserError(f"resume: the run has {state.snapshot_slots} snapshot slots, "
                             f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
+        exploiters = build.make_pool(cfg).exploiters
+        if set(state.exploiters) != set(exploiters):
+            raise UserError(f"resume: the run trains the exploiters {', '.join(sorted(state.exploiters)) or 'none'} "
+                            f"and this config gives {', '.join(exploiters) or 'none'}: keep the run's "
+                            "league.main_exploiters and league.league_exploiters")
 
     return run.resume_point(cfg.resume, check)
 
@@ -348,6 +364,92 @@ def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator
     return module_id
 
 
+class ExploiterTraining:
+    """The driver's side of the exploiters (module docstring): their progress (in the run state, so a resume goes
+    on counting), their initial weights, and freezing and resetting them."""
+
+    INITIAL_DIR = "initial"
+
+    def __init__(self, cfg: TrainConfig, league_folder: Path, state: RunState):
+        self.cfg = cfg
+        self.rule = ExploiterRule.of(build.league_settings(cfg))
+        self.modules = build.make_pool(cfg).exploiters
+        self.folder = league_folder / self.INITIAL_DIR
+        self.state = state
+        for module_id in self.modules:
+            state.exploiters.setdefault(module_id, dataclasses.asdict(ExploiterProgress()))
+
+    def progress(self, module_id: str) -> ExploiterProgress:
+        return ExploiterProgress(**self.state.exploiters[module_id])
+
+    def _store(self, module_id: str, progress: ExploiterProgress) -> None:
+        self.state.exploiters[module_id] = dataclasses.asdict(progress)
+
+    def keep_initial_weights(self, algo, evaluator: PanelEvaluator) -> None:
+        """Each exploiter's weights as built, kept as a policy folder once per run: what a reset goes back to."""
+        if not self.modules:
+            return
+        weights = algo.learner_group.get_weights(list(self.modules))
+        for module_id in self.modules:
+            if not (self.folder / module_id / "weights.pt").is_file():
+                evaluator.write_weights(weights[module_id], self.folder / module_id)
+
+    def collect(self, algo) -> None:
+        """Every runner's exploiter results since the last call, added to each exploiter's progress."""
+        if not self.modules:
+            return
+        reports = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.take_exploiter_results() if isinstance(runner, BatchedLudoEnvRunner) else {},
+            local_env_runner=True)
+        for report in reports:
+            for module_id, results in (report or {}).items():
+                progress = self.progress(module_id)
+                progress.add(results.decisions, results.games, results.ahead, results.met)
+                self._store(module_id, progress)
+
+    def freeze_due(self, algo, league, pool, state: RunState, evaluator: PanelEvaluator) -> list[str]:
+        """Freeze each exploiter whose rule fires into the league (and reset it when the rule says so); returns
+        the exploiters frozen."""
+        frozen = []
+        for module_id in self.modules:
+            progress = self.progress(module_id)
+            reason = self.rule.freeze_reason(progress)
+            if reason is None:
+                continue
+            weights = algo.learner_group.get_weights([module_id])[module_id]
+            member, evicted = league.add_snapshot(state.iteration, state.env_steps,
+                                                  lambda folder: evaluator.write_weights(weights, folder),
+                                                  learner=module_id)
+            push_weights(algo, snapshot_id(member.slot), weights)
+            pool.fill(member.slot, state.iteration)
+            # The draw depends only on the run's seed, the exploiter and the iteration: a resume redraws the same.
+            draw = random.Random(zlib.crc32(f"{self.cfg.seed}:{module_id}:{state.iteration}".encode())).random()
+            reset = self.rule.resets(module_id, draw)
+            if reset:
+                push_weights(algo, module_id, evaluator.weights_of(self.folder / module_id))
+                clear_optimizer_state(algo, module_id)
+            progress.restart(reset)
+            self._store(module_id, progress)
+            frozen.append(module_id)
+            print(f"league: {module_id} frozen as {member.name} in {snapshot_id(member.slot)} ({reason})"
+                  + (f", evicting {evicted.name}" if evicted is not None else "")
+                  + ("; reset to its initial weights" if reset else ""), flush=True)
+        return frozen
+
+
+def clear_optimizer_state(algo, module_id: str) -> None:
+    """Module `module_id`'s optimizer state (Adam's moments and step count) emptied on every learner: a reset
+    exploiter starts as it was built, not with the momentum of the weights it left."""
+
+    def clear(learner, _id=module_id):
+        for _, optimizer in learner.get_optimizers_for_module(_id):
+            optimizer.state.clear()
+
+    for call in algo.learner_group.foreach_learner(clear):
+        if not call.ok:  # a remote learner's error comes back as a value
+            raise call.get()
+
+
 def push_weights(algo, module_id: str, weights) -> None:
     """`weights` into module `module_id` on the learners and on every EnvRunner, now."""
     algo.learner_group.set_weights({module_id: weights})
@@ -405,6 +507,7 @@ class PanelEvaluator:
         self.rules = Rules.load(build.rules_mapping(cfg))
         self.module = module_spec(self.kind, observation_space(cfg.obs.name), ACTION_SPACE,
                                   self.model_config).build()
+        self._spare = None  # built on first use: only a run with exploiters writes another learner's weights
 
     def load_main(self, algo) -> None:
         self.module.set_state(algo.learner_group.get_weights([MAIN])[MAIN])
@@ -441,6 +544,15 @@ class PanelEvaluator:
         self.load_main(algo)
         write_policy(dest, self.kind, self.model_config, self.module.state_dict())
 
+    def write_weights(self, weights, dest: Path) -> None:
+        """A learner's weights (an exploiter's: main's spec) as a policy folder, through a module of its own so
+        that the main copy `main_player` plays stays main."""
+        if self._spare is None:
+            self._spare = module_spec(self.kind, observation_space(self.cfg.obs.name), ACTION_SPACE,
+                                      self.model_config).build()
+        self._spare.set_state(weights)
+        write_policy(dest, self.kind, self.model_config, self._spare.state_dict())
+
 
 def panel_of(evaluation: dict) -> dict[str, Any]:
     return panel_record(evaluation["results"])
@@ -464,6 +576,14 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
     algorithm_columns = rllib_training(cfg.algo.name).progress(cfg, state.env_steps, learner)
     row.update({key: _number(value) for key, value in algorithm_columns.items()})
     row.update(eval_columns(evaluation))
+    for module_id, progress in state.exploiters.items():
+        progress = ExploiterProgress(**progress)
+        row[f"roles/{module_id}/loss"] = _number(result.get("learners", {}).get(module_id, {}).get("total_loss"))
+        row[f"roles/{module_id}/return"] = _number(runners.get("module_episode_returns_mean", {}).get(module_id))
+        row[f"roles/{module_id}/ahead"] = progress.ahead_rate
+        row[f"roles/{module_id}/games"] = progress.games
+        row[f"roles/{module_id}/decisions"] = progress.decisions
+        row[f"roles/{module_id}/frozen"] = progress.frozen
     if league_round is not None:
         rank, members, main = league.main_standing()
         row["league/main_rank"], row["league/members"] = rank, members
