@@ -419,8 +419,10 @@ nav.site a.here { color: #fff; font-weight: bold; border-bottom: 2px solid #fff;
   th, td { padding: 5px 3px; }
   .kind { padding: 0 5px; font-size: 11px; }
   th { white-space: normal; vertical-align: bottom; }
-  /* mu, sigma, iteration and status give way: the interval and the greyed rows say them in short */
-  #ranking :is(th, td):is(:nth-child(5), :nth-child(6), :nth-child(11), :nth-child(12)) { display: none; }
+  /* role, mu, sigma, iteration and status give way: the member's name carries its role's prefix, the interval and
+     the greyed rows say the rest in short */
+  #ranking :is(th, td):is(:nth-child(4), :nth-child(5), :nth-child(6), :nth-child(11), :nth-child(12)) {
+    display: none; }
   /* the interval's two ends may stack */
   #ranking td:nth-child(7) { white-space: normal; }
   .plot-box > .plot { min-width: var(--min-width, 0px); }
