@@ -360,7 +360,7 @@ def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator
     state.last_snapshot = state.iteration
     if evicted is not None:
         print(f"league: {member.name} takes {module_id}, evicting {evicted.name} "
-              f"(lowest rated, ordinal {evicted.ordinal:.1f})", flush=True)
+              f"(lowest mu, {evicted.mu:.1f})", flush=True)
     return module_id
 
 
