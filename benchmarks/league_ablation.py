@@ -37,7 +37,7 @@ from typing import Any
 
 from launch.cli import OneLineParser, UserError, benchmark_rules, fail, input_errors, positive
 from launch.training.runs import SUMMARY
-from policies.league.ratings import ordinal, rate_games
+from policies.league.ratings import LEAGUE_TAU, ordinal, rate_games
 from policies.tournament import play_tournament, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ def cross_play(mains: dict[str, str], arm_of: dict[str, str], rules, args) -> di
         for places, finished in zip(result.places.tolist(), result.finished.tolist()):
             if finished:
                 games.append((names, places))
-    ratings = rate_games(games)
+    ratings = rate_games(games, tau=LEAGUE_TAU)  # frozen agents: every game counts, sigma falls with games
     per_main = {label: {"wins": w, "games": n, "win_rate": w / max(1, n), "ci95": list(wilson_interval(w, n)),
                         "mu": ratings.get(label, (None, None))[0], "sigma": ratings.get(label, (None, None))[1]}
                 for label, (w, n) in wins.items()}
@@ -149,13 +149,14 @@ def percent(cell: dict[str, Any]) -> str:
 
 def print_tables(report: dict[str, Any]) -> None:
     print(f"\n{report['variant']}, {report['steps']:,} env steps per run, seeds {report['seeds']}\n")
-    print("| main | " + " | ".join(f"vs 3 {bot}" for bot in PANEL) + " | exploitability | cross-play | mu ± sigma |")
+    print("| main | " + " | ".join(f"vs 3 {bot}" for bot in PANEL)
+          + " | exploitability, points | cross-play | mu ± sigma |")
     print("| --- |" + " --- |" * (len(PANEL) + 3))
     cross = report["cross_play"]["per_main"] if report.get("cross_play") else {}
     for label, main in report["mains"].items():
         exploit = main.get("exploitability")
-        exploit_text = (f"{exploit['exploitability']:+.1%} [{exploit['exploitability_ci95'][0]:+.1%}, "
-                        f"{exploit['exploitability_ci95'][1]:+.1%}]" if exploit else "not measured")
+        exploit_text = (f"{100 * exploit['exploitability']:+.1f} [{100 * exploit['exploitability_ci95'][0]:+.1f}, "
+                        f"{100 * exploit['exploitability_ci95'][1]:+.1f}]" if exploit else "not measured")
         cell = cross.get(label)
         cross_text = percent(cell) if cell else ""
         rating = f"{cell['mu']:.2f} ± {cell['sigma']:.2f}" if cell and cell["mu"] is not None else ""

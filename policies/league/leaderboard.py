@@ -520,8 +520,8 @@ def render_html(store: LeagueStore, metrics: list[dict] | None, title: str,
         ("Ranking", ("Strongest first by openskill Plackett-Luce mu; # is 1 + the members clearly rated above "
                      "(their 95% interval of mu wholly above), so members within noise of each other share a "
                      "rank and each of rank 1 is best within the intervals; a member with no "
-                     "rated game has none. Greyed rows are evicted members. People (kind human) are ranked with the agents: a "
-                     "game played under a name on the play page against league members only is rated; a game "
+                     "rated game has none. Greyed rows are evicted members. People (kind human) are ranked with the "
+                     "agents: a game played under a name on the play page against league members only is rated; a game "
                      "against any non-member is not."), _ranking_table(league)),
         ("Rating history", ("Each member's mu after every rating round it played (dotted: evicted). "
                             "Click a legend entry to hide it, double-click to show it alone."),
