@@ -63,7 +63,24 @@ def test_the_snapshot_is_stored_relative_to_the_run_folder(run):
 
 
 GAMES_TO_GET_A_DECISION = 5
-"""Games a member may need before one gives it a decision that is not forced."""
+"""Games a member may need before one gives it a decision that is not forced: the server's dice can leave seat 1
+only forced moves in a quick game."""
+
+
+def play_until_seat_one_decides(client, opponent: str, records: Path) -> tuple[dict, set[str]]:
+    """A whole game against `opponent` at seat 1, again until seat 1 made a recorded decision; the last game's view
+    and the players its record names at seat 1."""
+    players: set[str] = set()
+    for _ in range(GAMES_TO_GET_A_DECISION):
+        view = client.post("/api/games", json={"variant": VARIANT, "players": PLAYERS, "seat": 0,
+                                               "opponents": [opponent]})
+        assert view.status_code == 200, (opponent, view.text)
+        view = play_out(client, view.json())
+        assert view["notices"] == [], (opponent, view["notices"])  # it played every move itself
+        players = {r["player"] for r in read_records(records / view["record"]) if r["seat"] == 1}
+        if players:
+            break
+    return view, players
 
 
 def test_every_offered_league_member_plays_a_whole_game_and_is_recorded(run, tmp_path):
@@ -76,16 +93,7 @@ def test_every_offered_league_member_plays_a_whole_game_and_is_recorded(run, tmp
                external: run.parent / "run-other" / "checkpoints" / "iter_000005" / "policy",
                "league:random": None, "league:hybrid": None}
     for opponent, folder in folders.items():
-        players = set()
-        for _ in range(GAMES_TO_GET_A_DECISION):  # the server's dice: a quick game may leave seat 1 only forced moves
-            view = client.post("/api/games", json={"variant": VARIANT, "players": PLAYERS, "seat": 0,
-                                                   "opponents": [opponent]})
-            assert view.status_code == 200, (opponent, view.text)
-            view = play_out(client, view.json())
-            assert view["notices"] == [], (opponent, view["notices"])  # it played every move itself
-            players = {r["player"] for r in read_records(tmp_path / "records" / view["record"]) if r["seat"] == 1}
-            if players:
-                break
+        view, players = play_until_seat_one_decides(client, opponent, tmp_path / "records")
         expected = opponent.removeprefix("league:") if folder is None else f"ckpt:{folder}"
         assert players == {expected}, opponent
         if folder is not None:  # the learned member's weights, loaded once and shared
@@ -94,9 +102,7 @@ def test_every_offered_league_member_plays_a_whole_game_and_is_recorded(run, tmp
 
 def test_a_learned_member_shows_its_move_probabilities_in_the_replay(run, tmp_path):
     client = league_client(run, tmp_path / "records")
-    view = client.post("/api/games", json={"variant": VARIANT, "players": PLAYERS, "seat": 0,
-                                           "opponents": ["league:main@1"]}).json()
-    view = play_out(client, view)
+    view, _ = play_until_seat_one_decides(client, "league:main@1", tmp_path / "records")
     replay = client.get("/api/replay", params={"file": f"records/{view['record']}", "game": 0}).json()
     steps = [s for s in replay["steps"] if s["seat"] == 1]
     assert steps and all(s["insight"]["kind"] == "probabilities" for s in steps)
@@ -118,10 +124,7 @@ def test_main_is_offered_only_with_a_policy_and_falls_back_to_best(tmp_path):
     write_tiny_policy(run / "checkpoints" / "iter_000007" / "policy", seed=5, players=PLAYERS, variant=VARIANT)
     (run / "checkpoints" / "iter_000009" / "policy").mkdir(parents=True)  # being written: no weights yet
     assert ids()["league:main"] == "main (main, iter_000007)"
-    view = client.post("/api/games", json={"variant": VARIANT, "players": PLAYERS, "opponents": ["league:main"]})
-    assert view.status_code == 200, view.text
-    view = play_out(client, view.json())
-    players = {r["player"] for r in read_records(tmp_path / "records" / view["record"]) if r["seat"] == 1}
+    _, players = play_until_seat_one_decides(client, "league:main", tmp_path / "records")
     assert players == {f"ckpt:{run / 'checkpoints' / 'iter_000007' / 'policy'}"}
 
 
