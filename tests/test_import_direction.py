@@ -44,18 +44,12 @@ def layer(module: str) -> int:
     return LAYERS.index("benchmarks")
 
 
-def imports_of(module: str, typing_only: bool = True) -> set[tuple[str, int]]:
-    """(project module imported, line) for every import statement anywhere in `module`; without `typing_only`,
-    less those under ``if TYPE_CHECKING:``, which never run."""
+def imports_of(module: str) -> set[tuple[str, int]]:
+    """(project module imported, line) for every import statement anywhere in `module`."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text(), str(path))
-    never_run = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
-                 for statement in block.body for n in ast.walk(statement)}
     found = set()
-    for node in ast.walk(tree):
-        if not typing_only and id(node) in never_run:
-            continue
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -75,15 +69,7 @@ def imports_of(module: str, typing_only: bool = True) -> set[tuple[str, int]]:
     return found
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 GRAPH = {m: imports_of(m) for m in MODULES}
-RUNTIME_GRAPH = {m: imports_of(m, typing_only=False) for m in MODULES}
-"""Imports that run: a type-only one (``if TYPE_CHECKING:``) still says which layer a module leans on, but
-closes no cycle."""
 
 
 def test_the_layers_cover_a_known_set_of_modules():
@@ -120,7 +106,7 @@ def test_no_module_imports_a_higher_layer():
 
 
 def test_no_import_cycles_among_project_modules():
-    edges = {m: {t for t, _ in targets} for m, targets in RUNTIME_GRAPH.items()}
+    edges = {m: {t for t, _ in targets} for m, targets in GRAPH.items()}
     cycles = []
     # Tarjan's strongly connected components: any component of more than one module is a cycle.
     index: dict[str, int] = {}

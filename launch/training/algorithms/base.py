@@ -13,7 +13,9 @@ from policies.algorithms import ModuleAlgorithm
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-    from launch.training.schema import TrainConfig
+TrainConfig = Any
+"""A run's `launch.training.schema.TrainConfig`, named here without importing it: the schema reads this package
+(every algorithm's settings class), so an import back would close a cycle."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, learning_rate
+from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, TrainConfig, learning_rate
 from launch.training.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
 from launch.training.replay_buffer import ColumnReplayDQN
 from launch.training.settings import (AT_LEAST_ONE, LARGEST, MAX_ATOMS, NON_NEGATIVE, SHARE, Range,
@@ -15,8 +15,6 @@ from policies.algorithms import module_algorithm
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-
-    from launch.training.schema import TrainConfig
 
 SNAPSHOT_EPSILON = 0.02
 """A DQN snapshot's exploration: a little noise keeps a frozen opponent from repeating itself."""

@@ -6,15 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, learning_rate
+from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, TrainConfig, learning_rate
 from launch.training.ppo_learner import SharedMinibatchPPOLearner
 from launch.training.settings import AT_LEAST_ONE, CLIP, COEFFICIENT, SHARE, Range, RLlibSettings
 from policies.algorithms import module_algorithm
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-
-    from launch.training.schema import TrainConfig
 
 
 @dataclass
