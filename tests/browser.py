@@ -2,8 +2,10 @@
 missing, as root), driven by selenium. Tests that need it use `browser_or_skip` and `new_chrome`."""
 from __future__ import annotations
 
+import fcntl
 import importlib
 import os
+import tempfile
 import shutil
 import subprocess
 import sys
@@ -57,8 +59,12 @@ def ensure_selenium() -> str | None:
 
 
 def browser_or_skip() -> None:
-    """Skip the calling test when Chromium or selenium cannot be had here."""
-    for why in (ensure_chromium(), ensure_selenium()):
+    """Skip the calling test when Chromium or selenium cannot be had here. One install at a time: two xdist
+    workers running apt-get or pip at once would fail on each other's lock and skip."""
+    with open(Path(tempfile.gettempdir()) / "ludo-league-browser-install.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        reasons = (ensure_chromium(), ensure_selenium())
+    for why in reasons:
         if why is not None:
             pytest.skip(why)
 

@@ -67,6 +67,7 @@ def test_imitation_learns_the_bots_moves_and_the_network_plays_as_ckpt(tmp_path,
     assert abs((population - chromosome).std() - 1.0) < 0.1
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_sigterm_writes_the_network_trained_so_far_as_the_policy(tmp_path, records):
     """A scheduler's stop (SIGTERM) mid-training saves, as Ctrl-C does, through the shared run loop."""
     run_dir = tmp_path / "run"

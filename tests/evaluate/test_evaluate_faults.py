@@ -42,6 +42,7 @@ class Chatty:
         return mask.argmax(axis=1)
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_a_bot_slower_than_its_move_time_limit_stops_the_tournament_with_one_line_naming_it():
     start = time.perf_counter()
     with pytest.raises(MoveTimeout, match=r"Sleepy.choose \(py:tests.evaluate.test_evaluate_faults:Sleepy\) took "

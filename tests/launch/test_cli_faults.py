@@ -61,6 +61,7 @@ def last_line_interrupted(stderr: str) -> str:
     return lines[-1]
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_ctrl_c_stops_an_evaluation_inside_the_numba_fast_path_at_once(tmp_path):
     took, status, stderr = interrupt(
         [str(ROOT / "launch" / "evaluate.py"), "players=[hybrid,hybrid,hybrid,hybrid]", "games=2000000",
@@ -71,6 +72,7 @@ def test_ctrl_c_stops_an_evaluation_inside_the_numba_fast_path_at_once(tmp_path)
     assert not (tmp_path / "run").exists()  # no report, no run folder
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_ctrl_c_stops_an_evaluation_waiting_on_a_bot(tmp_path, monkeypatch):
     mark = tmp_path / "asked"
     monkeypatch.setenv("SLEEPY_MARK", str(mark))  # the bot writes it when first asked, then sleeps
@@ -82,6 +84,7 @@ def test_ctrl_c_stops_an_evaluation_waiting_on_a_bot(tmp_path, monkeypatch):
     assert last_line_interrupted(stderr) == "interrupted: evaluation stopped, no report written"
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_ctrl_c_stops_simulate_inside_the_engine(tmp_path):
     # 1.5M random games take tens of seconds in one engine call; in slices Python sees the signal at once
     took, status, stderr = interrupt([str(ROOT / "launch" / "simulate.py"), "games=1500000"], lambda err: True,
@@ -90,6 +93,7 @@ def test_ctrl_c_stops_simulate_inside_the_engine(tmp_path):
     assert last_line_interrupted(stderr) == "interrupted: simulation stopped"
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_ctrl_c_stops_a_league_round_and_records_nothing(tmp_path):
     db = tmp_path / "league.db"
     took, status, stderr = interrupt(

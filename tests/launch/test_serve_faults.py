@@ -127,6 +127,7 @@ def test_an_agent_that_fails_loses_its_seat_to_random_and_the_game_goes_on(tmp_p
     client.post(f"/api/games/{again.json()['id']}/step").raise_for_status()
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_a_hanging_agent_holds_up_neither_other_games_nor_its_own_other_games_for_good(tmp_path):
     site = Site(tmp_path, [f"{HERE}:HangsAfterFirst"], move_seconds=20)
     site.load_agents()

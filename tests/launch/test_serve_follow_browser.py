@@ -126,6 +126,7 @@ def shot(driver, name: str) -> Path:
     return folder / name
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_a_move_walks_its_squares_and_the_board_shows_what_happened(driver, url):
     start(driver, url, speed=400, autoplay=False)
     walked = None

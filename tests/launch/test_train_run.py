@@ -69,7 +69,8 @@ def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reprodu
     command = next(c for c in summary["evaluate_commands"] if ",random," in c)
     out = tmp_path / "eval.json"
     proc = subprocess.run(
-        [sys.executable, "launch/evaluate.py", *shlex.split(command)[2:], "progress=false", f"out={out}"],
+        [sys.executable, "launch/evaluate.py", *shlex.split(command)[2:], "progress=false", f"out={out}",
+         f"hydra.run.dir={tmp_path / 'evaluate'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

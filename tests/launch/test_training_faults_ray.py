@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.launch.configs import script_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +35,7 @@ def left_of(group: int) -> list[str]:
     return rows
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_nothing_a_killed_driver_started_outlives_it_by_more_than_a_few_seconds(tmp_path):
     proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=smoke", "budget.iterations=1000",
                              "wandb.mode=offline", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT,

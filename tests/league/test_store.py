@@ -257,6 +257,7 @@ def test_a_read_only_store_never_writes_the_database(tmp_path):
         assert store.get_meta("k") is None and store.member("new") is None
 
 
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_a_reader_does_not_block_the_writer_and_its_snapshot_is_consistent(tmp_path):
     path = tmp_path / "league.db"
     with LeagueStore.open(path) as writer:
