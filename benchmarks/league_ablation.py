@@ -15,7 +15,8 @@ Steps, each resumable (a rerun skips what is done and resumes a killed training)
   1. train    ``launch/train.py +exp=ppo_selfplay variant=<v> seed=<s> budget.env_steps=<steps>`` per arm
               and seed, one after the other, into ``<out>/runs/<arm>_s<seed>``;
   2. panel    each final main (the run's newest checkpoint) against 3 copies of each panel bot
-              (random, hybrid, heuristic000; ``--games`` each, 95% Wilson intervals);
+              (random, hybrid, heuristic000; ``--games`` each, 95% Wilson intervals), with how many of the run's
+              env steps were main's own decisions (self-play's main holds every seat; a league's, fewer);
   3. exploit  each main's exploitability (``benchmarks/exploitability.py``: a PPO best response against 3
               frozen copies, ``--exploit-decisions`` of its own decisions), skipped with ``--exploit-decisions 0``;
   4. cross    a round robin of the mains in mixed line-ups (every set of 4 mains, or every main added to the
@@ -36,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from launch.cli import OneLineParser, UserError, benchmark_rules, fail, input_errors, positive
-from launch.training.runs import SUMMARY
+from launch.leaderboard import read_metrics
+from launch.training.runs import METRICS, SUMMARY
 from policies.league.ratings import LEAGUE_TAU, ordinal, rate_games
 from policies.tournament import play_tournament, wilson_interval
 
@@ -70,6 +72,14 @@ def train(out: Path, arm: str, overrides: list[str], seed: int, args) -> Path:
     if done.returncode != 0 or not (run / SUMMARY).is_file():
         raise UserError(f"training {run.name} stopped with status {done.returncode}: see {out / run.name}.log")
     return run
+
+
+def trained(run: Path) -> dict[str, Any]:
+    """A finished run's env steps and main's own decisions among them (its last metrics row that has them): at
+    equal env steps a league's main learns from fewer decisions than self-play's, which holds every seat."""
+    rows = [row for row in read_metrics(run / METRICS) or [] if "main_decisions" in row]
+    last = rows[-1] if rows else {}
+    return {"env_steps": last.get("env_steps"), "main_decisions": last.get("main_decisions")}
 
 
 def rate(row) -> dict[str, Any]:
@@ -148,10 +158,11 @@ def percent(cell: dict[str, Any]) -> str:
 
 
 def print_tables(report: dict[str, Any]) -> None:
-    print(f"\n{report['variant']}, {report['steps']:,} env steps per run, seeds {report['seeds']}\n")
-    print("| main | " + " | ".join(f"vs 3 {bot}" for bot in PANEL)
+    print(f"\n{report['variant']}, {report['steps']:,} env steps per run (unless an arm sets its own), "
+          f"seeds {report['seeds']}\n")
+    print("| main | main's decisions | " + " | ".join(f"vs 3 {bot}" for bot in PANEL)
           + " | exploitability, points | cross-play | mu ± sigma |")
-    print("| --- |" + " --- |" * (len(PANEL) + 3))
+    print("| --- |" + " --- |" * (len(PANEL) + 4))
     cross = report["cross_play"]["per_main"] if report.get("cross_play") else {}
     for label, main in report["mains"].items():
         exploit = main.get("exploitability")
@@ -160,7 +171,11 @@ def print_tables(report: dict[str, Any]) -> None:
         cell = cross.get(label)
         cross_text = percent(cell) if cell else ""
         rating = f"{cell['mu']:.2f} ± {cell['sigma']:.2f}" if cell and cell["mu"] is not None else ""
-        print(f"| {label} | " + " | ".join(percent(main["panel"][bot]) for bot in PANEL)
+        decisions = main.get("main_decisions")
+        share = f" ({decisions / main['env_steps']:.0%} of {main['env_steps'] / 1e6:.1f}M env steps)" \
+            if decisions and main.get("env_steps") else ""
+        decisions_text = f"{decisions / 1e6:.2f}M{share}" if decisions else "not recorded"
+        print(f"| {label} | {decisions_text} | " + " | ".join(percent(main["panel"][bot]) for bot in PANEL)
               + f" | {exploit_text} | {cross_text} | {rating} |")
     if report.get("cross_play"):
         print("\n| arm | cross-play win rate [95% CI] | games |\n| --- | --- | --- |")
@@ -210,7 +225,8 @@ def main(argv: list[str]) -> None:
                               "mains": {}}
     for label, spec in mains.items():
         print(f"panel and exploitability of {label}", flush=True)
-        report["mains"][label] = {"spec": spec, "arm": runs[label][0], "panel": panel(spec, rules, args),
+        report["mains"][label] = {"spec": spec, "arm": runs[label][0], **trained(runs[label][1]),
+                                  "panel": panel(spec, rules, args),
                                   "exploitability": exploitability(label, spec, out, args)}
     if len(mains) > 1:
         print("cross-play", flush=True)

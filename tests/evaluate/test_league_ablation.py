@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.league_ablation import cross_play, line_ups, parse
+from benchmarks.league_ablation import cross_play, line_ups, parse, print_tables, trained
 from launch.cli import UserError
 from ludo_env.rules import Rules
 
@@ -55,3 +55,24 @@ def test_bad_arguments_are_one_line(argv, message):
     done = subprocess.run([sys.executable, "benchmarks/league_ablation.py", *argv], capture_output=True, text=True,
                           cwd=ROOT)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_each_main_reports_how_many_of_its_env_steps_were_its_own_decisions(tmp_path, capsys):
+    (tmp_path / "metrics.jsonl").write_text(
+        '{"iteration": 1, "env_steps": 4096, "main_decisions": 1024.0}\n'
+        '{"iteration": 2, "env_steps": 8192, "main_decisions": 2048.0}\n'
+        '{"iteration": 2, "eval/win_rate_vs_random": 0.5}\n')  # a row without counters does not hide the last
+    assert trained(tmp_path) == {"env_steps": 8192, "main_decisions": 2048.0}
+    assert trained(tmp_path / "missing") == {"env_steps": None, "main_decisions": None}
+
+    cell = {"win_rate": 0.5, "ci95": [0.4, 0.6], "games": 100}
+    report = {"variant": "classic", "steps": 8192, "seeds": [0], "mains": {
+        "pfsp_s0": {"env_steps": 8_000_000, "main_decisions": 5_346_775.0, "exploitability": None,
+                    "panel": {bot: cell for bot in ("random", "hybrid", "heuristic000")}},
+        "old_s0": {"exploitability": None, "panel": {bot: cell for bot in ("random", "hybrid", "heuristic000")}}}}
+    print_tables(report)
+    lines = capsys.readouterr().out.splitlines()
+    assert "| main | main's decisions | vs 3 random |" in lines[3]
+    assert lines[5].startswith("| pfsp_s0 | 5.35M (67% of 8.0M env steps) | 50.0% [40.0%, 60.0%] |")
+    assert lines[6].startswith("| old_s0 | not recorded | ")  # a report written before the column
+    assert all(line.count("|") == lines[3].count("|") for line in lines[3:7])
