@@ -5,10 +5,10 @@ from __future__ import annotations
 import fcntl
 import importlib
 import os
-import tempfile
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
