@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from launch.cli import OneLineParser, UserError, benchmark_rules, fail, input_errors, positive
-from launch.leaderboard import read_metrics
-from launch.training.runs import METRICS, SUMMARY
+from launch.training.runs import SUMMARY, trained_so_far
 from policies.league.ratings import LEAGUE_TAU, ordinal, rate_games
 from policies.tournament import play_tournament, wilson_interval
 
@@ -72,14 +71,6 @@ def train(out: Path, arm: str, overrides: list[str], seed: int, args) -> Path:
     if done.returncode != 0 or not (run / SUMMARY).is_file():
         raise UserError(f"training {run.name} stopped with status {done.returncode}: see {out / run.name}.log")
     return run
-
-
-def trained(run: Path) -> dict[str, Any]:
-    """A finished run's env steps and main's own decisions among them (its last metrics row that has them): at
-    equal env steps a league's main learns from fewer decisions than self-play's, which holds every seat."""
-    rows = [row for row in read_metrics(run / METRICS) or [] if "main_decisions" in row]
-    last = rows[-1] if rows else {}
-    return {"env_steps": last.get("env_steps"), "main_decisions": last.get("main_decisions")}
 
 
 def rate(row) -> dict[str, Any]:
@@ -225,8 +216,10 @@ def main(argv: list[str]) -> None:
                               "mains": {}}
     for label, spec in mains.items():
         print(f"panel and exploitability of {label}", flush=True)
-        report["mains"][label] = {"spec": spec, "arm": runs[label][0], **trained(runs[label][1]),
-                                  "panel": panel(spec, rules, args),
+        # At equal env steps a league's main takes fewer decisions than self-play's, which holds every seat.
+        env_steps, decisions = trained_so_far(runs[label][1])
+        report["mains"][label] = {"spec": spec, "arm": runs[label][0], "env_steps": env_steps,
+                                  "main_decisions": decisions, "panel": panel(spec, rules, args),
                                   "exploitability": exploitability(label, spec, out, args)}
     if len(mains) > 1:
         print("cross-play", flush=True)

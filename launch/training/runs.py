@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from omegaconf import OmegaConf
 
-from launch.cli import CONF_DIR, UserError, write_text
+from launch.cli import CONF_DIR, UserError, read_jsonl, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 
 if TYPE_CHECKING:
@@ -512,6 +512,16 @@ def _ray_session_folder(path: str) -> bool:
     folder = Path(path)
     return folder.is_absolute() and ".." not in folder.parts and folder.name.startswith("session_") and \
         folder.name != "session_latest" and len(folder.parts) >= 3
+
+
+def trained_so_far(run: Path) -> tuple[int, int | None]:
+    """(env steps, main's own decisions among them) of the run's last iteration (its `METRICS`); decisions are
+    None for a run from before they were logged."""
+    rows = [r for r in read_jsonl(run / METRICS, "metrics row") if "env_steps" in r]
+    if not rows:
+        raise UserError(f"{run / METRICS}: the training run logged no iteration")
+    decisions = rows[-1].get("main_decisions")
+    return int(rows[-1]["env_steps"]), None if decisions is None else int(decisions)
 
 
 def write_json(path: Path, data: Any) -> None:

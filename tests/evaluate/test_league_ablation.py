@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.league_ablation import cross_play, line_ups, parse, print_tables, trained
+from benchmarks.league_ablation import cross_play, line_ups, parse, print_tables
 from launch.cli import UserError
+from launch.training.runs import trained_so_far
 from ludo_env.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,8 +63,7 @@ def test_each_main_reports_how_many_of_its_env_steps_were_its_own_decisions(tmp_
         '{"iteration": 1, "env_steps": 4096, "main_decisions": 1024.0}\n'
         '{"iteration": 2, "env_steps": 8192, "main_decisions": 2048.0}\n'
         '{"iteration": 2, "eval/win_rate_vs_random": 0.5}\n')  # a row without counters does not hide the last
-    assert trained(tmp_path) == {"env_steps": 8192, "main_decisions": 2048.0}
-    assert trained(tmp_path / "missing") == {"env_steps": None, "main_decisions": None}
+    assert trained_so_far(tmp_path) == (8192, 2048)
 
     cell = {"win_rate": 0.5, "ci95": [0.4, 0.6], "games": 100}
     report = {"variant": "classic", "steps": 8192, "seeds": [0], "mains": {
