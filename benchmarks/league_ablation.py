@@ -16,7 +16,8 @@ Steps, each resumable (a rerun skips what is done and resumes a killed training)
               and seed, one after the other, into ``<out>/runs/<arm>_s<seed>``;
   2. panel    each final main (the run's newest checkpoint) against 3 copies of each panel bot
               (random, hybrid, heuristic000; ``--games`` each, 95% Wilson intervals), with how many of the run's
-              env steps were main's own decisions (self-play's main holds every seat; a league's, fewer);
+              env steps were main's own decisions (self-play's main holds every seat; a league's, fewer) and
+              how often each of its exploiters was frozen into the league;
   3. exploit  each main's exploitability (``benchmarks/exploitability.py``: a PPO best response against 3
               frozen copies, ``--exploit-decisions`` of its own decisions), skipped with ``--exploit-decisions 0``;
   4. cross    a round robin of the mains in mixed line-ups (every set of 4 mains, or every main added to the
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from launch.cli import OneLineParser, UserError, benchmark_rules, fail, input_errors, positive
-from launch.training.runs import SUMMARY, trained_so_far
+from launch.training.runs import SUMMARY, exploiters_frozen, trained_so_far
 from policies.league.ratings import LEAGUE_TAU, ordinal, rate_games
 from policies.tournament import play_tournament, wilson_interval
 
@@ -168,6 +169,12 @@ def print_tables(report: dict[str, Any]) -> None:
         decisions_text = f"{decisions / 1e6:.2f}M{share}" if decisions else "not recorded"
         print(f"| {label} | {decisions_text} | " + " | ".join(percent(main["panel"][bot]) for bot in PANEL)
               + f" | {exploit_text} | {cross_text} | {rating} |")
+    frozen = {label: main["exploiters_frozen"] for label, main in report["mains"].items()
+              if main.get("exploiters_frozen")}
+    if frozen:  # a league with exploiters that never froze one is a league without them
+        print("\nExploiters frozen into the league: " + "; ".join(
+            f"{label} " + ", ".join(f"{module} {count}x" for module, count in counts.items())
+            for label, counts in frozen.items()))
     if report.get("cross_play"):
         print("\n| arm | cross-play win rate [95% CI] | games |\n| --- | --- | --- |")
         for arm, cell in report["cross_play"]["per_arm"].items():
@@ -219,7 +226,9 @@ def main(argv: list[str]) -> None:
         # At equal env steps a league's main takes fewer decisions than self-play's, which holds every seat.
         env_steps, decisions = trained_so_far(runs[label][1])
         report["mains"][label] = {"spec": spec, "arm": runs[label][0], "env_steps": env_steps,
-                                  "main_decisions": decisions, "panel": panel(spec, rules, args),
+                                  "main_decisions": decisions,
+                                  "exploiters_frozen": exploiters_frozen(runs[label][1]),
+                                  "panel": panel(spec, rules, args),
                                   "exploitability": exploitability(label, spec, out, args)}
     if len(mains) > 1:
         print("cross-play", flush=True)

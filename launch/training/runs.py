@@ -514,14 +514,28 @@ def _ray_session_folder(path: str) -> bool:
         folder.name != "session_latest" and len(folder.parts) >= 3
 
 
-def trained_so_far(run: Path) -> tuple[int, int | None]:
-    """(env steps, main's own decisions among them) of the run's last iteration (its `METRICS`); decisions are
-    None for a run from before they were logged."""
+def last_iteration(run: Path) -> dict[str, Any]:
+    """The run's last iteration row of its `METRICS` (rows without counters, such as evaluations, skipped)."""
     rows = [r for r in read_jsonl(run / METRICS, "metrics row") if "env_steps" in r]
     if not rows:
         raise UserError(f"{run / METRICS}: the training run logged no iteration")
-    decisions = rows[-1].get("main_decisions")
-    return int(rows[-1]["env_steps"]), None if decisions is None else int(decisions)
+    return rows[-1]
+
+
+def trained_so_far(run: Path) -> tuple[int, int | None]:
+    """(env steps, main's own decisions among them) of the run's last iteration; decisions are None for a run
+    from before they were logged."""
+    row = last_iteration(run)
+    decisions = row.get("main_decisions")
+    return int(row["env_steps"]), None if decisions is None else int(decisions)
+
+
+def exploiters_frozen(run: Path) -> dict[str, int]:
+    """How often each exploiter of the run was frozen into its league (``roles/<module>/frozen``); empty
+    without exploiters."""
+    prefix, suffix = "roles/", "/frozen"
+    return {key[len(prefix):-len(suffix)]: int(value) for key, value in last_iteration(run).items()
+            if key.startswith(prefix) and key.endswith(suffix) and value is not None}
 
 
 def write_json(path: Path, data: Any) -> None:

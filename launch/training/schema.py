@@ -46,7 +46,7 @@ from launch.training.settings import (AT_LEAST_ONE, COEFFICIENT, LARGEST, NON_NE
                                       RLlibSettings)
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
-from policies.league.league import LeagueSettings
+from policies.league.league import EXPLOITER_STARTS, LeagueSettings
 from policies.networks import NetworkConfig
 
 # conf/config.yaml's run folder: ``${first_set:${resume},outputs/train/...}`` (a resume writes into its run).
@@ -358,6 +358,9 @@ def check_exploiters(cfg: TrainConfig) -> None:
     _at_least("league.exploiter_min_games", league.exploiter_min_games, 1)
     _at_least("league.exploiter_step_budget", league.exploiter_step_budget, 1)
     Range(0, 1).check("league.league_exploiter_reset", league.league_exploiter_reset)
+    if league.exploiter_reset_to not in EXPLOITER_STARTS:
+        raise ValueError(f"league.exploiter_reset_to={league.exploiter_reset_to} is not known: choose from "
+                         f"{', '.join(EXPLOITER_STARTS)}")
     if not (league.main_exploiters or league.league_exploiters):
         return
     if cfg.algo.name != "ppo":

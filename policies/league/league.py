@@ -34,8 +34,9 @@ Roles (``league=alphastar``; `ExploiterRule`)
     least ``exploiter_min_games`` of its training games since its last reset,
     it finished ahead of its opponents' seats ``exploiter_freeze_ahead`` of the
     time, or after ``exploiter_step_budget`` of its own decisions. Then a main
-    exploiter restarts from its initial weights, a league exploiter with chance
-    ``league_exploiter_reset``. A frozen exploiter takes a snapshot slot like
+    exploiter restarts, a league exploiter with chance ``league_exploiter_reset``:
+    from its weights as built, or (``exploiter_reset_to=main``) as a copy of
+    main, which is also how it starts. A frozen exploiter takes a snapshot slot like
     main's snapshots (the same eviction), starts from main's rating as they do
     (openskill's start would have it evicted before it was ever rated), and is
     drawn at main's seats like any snapshot. The league's PFSP chances are main's: a league exploiter meets
@@ -90,6 +91,8 @@ from policies.league.store import LeagueStore, Member
 MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
 DROPPED_META = "dropped:"
+EXPLOITER_STARTS = ("initial", "main")
+"""What an exploiter starts and restarts from (``exploiter_reset_to``)."""
 """``meta`` key prefix of a dropped external member's record (`League.drop`): ``dropped:<name>``."""
 
 
@@ -199,8 +202,10 @@ class LeagueSettings:
     exploiter_step_budget: int = 1_000_000
     """Or freeze it after this many of its own decisions since its last reset, however it does."""
     league_exploiter_reset: float = 0.25
-    """Chance that a league exploiter restarts from its initial weights when frozen (a main exploiter always
-    does)."""
+    """Chance that a league exploiter restarts when frozen (a main exploiter always does)."""
+    exploiter_reset_to: str = "initial"
+    """What an exploiter starts and restarts from (`EXPLOITER_STARTS`): ``initial``, its weights as built (kept
+    in ``<run>/league/initial``), or ``main``, a copy of main's weights at that moment."""
 
 
 @dataclass
@@ -242,11 +247,17 @@ class ExploiterRule:
     min_games: int
     step_budget: int
     league_exploiter_reset: float
+    reset_to: str = "initial"
+
+    def __post_init__(self):
+        if self.reset_to not in EXPLOITER_STARTS:
+            raise ValueError(f"exploiter_reset_to={self.reset_to!r} is not known: choose from "
+                             f"{', '.join(EXPLOITER_STARTS)}")
 
     @classmethod
     def of(cls, settings: LeagueSettings) -> ExploiterRule:
         return cls(settings.exploiter_freeze_ahead, settings.exploiter_min_games, settings.exploiter_step_budget,
-                   settings.league_exploiter_reset)
+                   settings.league_exploiter_reset, settings.exploiter_reset_to)
 
     def freeze_reason(self, progress: ExploiterProgress) -> str | None:
         """Why `progress` freezes its exploiter now, in words; None while it does not."""

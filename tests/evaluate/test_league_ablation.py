@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.league_ablation import cross_play, line_ups, parse, print_tables
 from launch.cli import UserError
-from launch.training.runs import trained_so_far
+from launch.training.runs import exploiters_frozen, trained_so_far
 from ludo_env.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,3 +76,24 @@ def test_each_main_reports_how_many_of_its_env_steps_were_its_own_decisions(tmp_
     assert lines[5].startswith("| pfsp_s0 | 5.35M (67% of 8.0M env steps) | 50.0% [40.0%, 60.0%] |")
     assert lines[6].startswith("| old_s0 | not recorded | ")  # a report written before the column
     assert all(line.count("|") == lines[3].count("|") for line in lines[3:7])
+
+
+def test_each_main_reports_how_often_its_exploiters_were_frozen(tmp_path, capsys):
+    (tmp_path / "metrics.jsonl").write_text(
+        '{"iteration": 1, "env_steps": 4096, "roles/main_exploiter_0/frozen": 0, '
+        '"roles/main_exploiter_0/ahead": 0.4, "roles/league_exploiter_0/frozen": 0}\n'
+        '{"iteration": 2, "env_steps": 8192, "roles/main_exploiter_0/frozen": 2, '
+        '"roles/main_exploiter_0/ahead": 0.4, "roles/league_exploiter_0/frozen": 0}\n')
+    assert exploiters_frozen(tmp_path) == {"main_exploiter_0": 2, "league_exploiter_0": 0}
+    (tmp_path / "metrics.jsonl").write_text('{"iteration": 1, "env_steps": 4096, "main_decisions": 4096}\n')
+    assert exploiters_frozen(tmp_path) == {}
+
+    cell = {"win_rate": 0.5, "ci95": [0.4, 0.6], "games": 100}
+    panel = {bot: cell for bot in ("random", "hybrid", "heuristic000")}
+    report = {"variant": "classic", "steps": 8192, "seeds": [0], "mains": {
+        "selfplay_s0": {"exploitability": None, "panel": panel, "exploiters_frozen": {}},
+        "alphastar_s0": {"exploitability": None, "panel": panel,
+                         "exploiters_frozen": {"main_exploiter_0": 2, "league_exploiter_0": 0}}}}
+    print_tables(report)
+    out = capsys.readouterr().out
+    assert "Exploiters frozen into the league: alphastar_s0 main_exploiter_0 2x, league_exploiter_0 0x\n" in out

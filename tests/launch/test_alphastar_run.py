@@ -37,6 +37,10 @@ def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def close_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=0, atol=1e-6) for k in a)
+
+
 def test_alphastar_trains_every_role_freezes_and_resets_exploiters_and_resumes(tmp_path):
     run_dir = tmp_path / "run"
     proc = train(run_dir, *ALPHASTAR_SMOKE, "budget.iterations=3")
@@ -48,7 +52,7 @@ def test_alphastar_trains_every_role_freezes_and_resets_exploiters_and_resumes(t
         assert rows[-1][f"roles/{module_id}/frozen"] >= 1, module_id
     # Frozen into the league as snapshots with their role; the main exploiter was reset each time.
     assert "league: main_exploiter_0 frozen as main_exploiter_0@" in proc.stdout
-    assert "; reset to its initial weights" in proc.stdout
+    assert "; restarted from a copy of main" in proc.stdout
     with LeagueStore.open(run_dir, create=False, read_only=True) as store:
         roles = {m.name: m.role for m in store.members(kinds=["snapshot"])}
         frozen = [m for m in store.members(kinds=["snapshot"]) if m.role == "main_exploiter"]
@@ -78,6 +82,25 @@ def test_alphastar_trains_every_role_freezes_and_resets_exploiters_and_resumes(t
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "keep the run's league.main_exploiters" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("reset_to", ["main", "initial"])
+def test_an_exploiter_starts_and_restarts_from_what_exploiter_reset_to_names(tmp_path, reset_to):
+    # At a learning rate of 1e-12 (0 is refused) Adam moves a weight by about 1e-12 a step, so a frozen exploiter
+    # is, to 1e-6, what it last started or restarted from, while modules built apart differ by far more.
+    run_dir = tmp_path / "run"
+    proc = train(run_dir, *ALPHASTAR_SMOKE, "algo.lr=1e-12", f"league.exploiter_reset_to={reset_to}",
+                 "budget.iterations=2", "eval.every=0", "eval.final_games=0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    main = weights(run_dir / "checkpoints" / "iter_000002" / "policy")
+    with LeagueStore.open(run_dir, create=False, read_only=True) as store:
+        frozen = [m for m in store.members(kinds=["snapshot"]) if m.role != "main"]
+    assert {m.role for m in frozen} == {"main_exploiter", "league_exploiter"}
+    for member in frozen:
+        exploiter = weights(run_dir / "league" / member.name)
+        initial = weights(run_dir / "league" / "initial" / member.name.partition("@")[0])
+        assert not close_weights(initial, main)  # built apart from main: the two cases differ
+        assert close_weights(exploiter, main if reset_to == "main" else initial), member.name
 
 
 @pytest.mark.slow

@@ -207,6 +207,7 @@ def test_alphastar_builds_every_role_as_a_trainable_module_and_pfsp_has_none():
     (["league.main_exploiter_share=1.5"], "league.main_exploiter_share=1.5 is not allowed"),
     (["league.exploiter_freeze_ahead=0"], "league.exploiter_freeze_ahead=0.0 is not allowed"),
     (["league.league_exploiter_reset=2"], "league.league_exploiter_reset=2.0 is not allowed"),
+    (["league.exploiter_reset_to=best"], "league.exploiter_reset_to=best is not known: choose from initial, main"),
     (["league.max_snapshots=0"], "league.max_snapshots=0 has none"),
     (["algo=dqn"], "train with algo=ppo only"),
     (["sampler.name=per_game"], "need sampler.name=batched"),

@@ -10,7 +10,8 @@ supplies steps 2-7. Step 1, composing and checking the config, is the command's 
 
 With exploiters (``league=alphastar``), every iteration also collects each exploiter's finished games from the
 runners, and freezes into the league (step 5) each one whose rule fires (`policies.league.league.ExploiterRule`),
-resetting it to its initial weights (kept in ``<run>/league/initial/<module>/``) when the rule says so.
+restarting it when the rule says so: from its initial weights (kept in ``<run>/league/initial/<module>/``) or,
+with ``league.exploiter_reset_to=main`` (``league=alphastar``'s), as a copy of main, which is also how it starts.
 
 An external league member that raises mid-run (at a training seat, against the panel, in a rating round) is
 named in one warning line and dropped from the league for good; training goes on. A panel bot of the user's
@@ -109,6 +110,8 @@ class LeagueSelfPlay(Trainer):
             push_weights(algo, snapshot_id(slot), evaluator.weights_of(league.policy_folder(member)))
         self.exploiters = ExploiterTraining(cfg, run.path / SNAPSHOT_DIR, state)
         self.exploiters.keep_initial_weights(algo, evaluator)
+        if self.resumed is None:
+            self.exploiters.start(algo)
         started = f"new run, main from {self.init}" if self.resumed is None and self.init else "new run"
         return (f"{'resumed from ' + self.resumed.name if self.resumed else started}; "
                 f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
@@ -364,6 +367,9 @@ def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator
     return module_id
 
 
+RESTART_WORDS = {"initial": "its initial weights", "main": "a copy of main"}
+
+
 class ExploiterTraining:
     """The driver's side of the exploiters (module docstring): their progress (in the run state, so a resume goes
     on counting), their initial weights, and freezing and resetting them."""
@@ -393,6 +399,22 @@ class ExploiterTraining:
         for module_id in self.modules:
             if not (self.folder / module_id / "weights.pt").is_file():
                 evaluator.write_weights(weights[module_id], self.folder / module_id)
+
+    def start(self, algo) -> None:
+        """A new run's exploiters as the rule says they start: as built, or as copies of main."""
+        if self.modules and self.rule.reset_to == "main":
+            main_weights = algo.learner_group.get_weights([MAIN])[MAIN]
+            for module_id in self.modules:
+                push_weights(algo, module_id, main_weights)
+
+    def restart(self, algo, evaluator: PanelEvaluator, module_id: str) -> None:
+        """Exploiter `module_id` back to where the rule starts it, with its optimizer state emptied."""
+        if self.rule.reset_to == "main":
+            weights = algo.learner_group.get_weights([MAIN])[MAIN]
+        else:
+            weights = evaluator.weights_of(self.folder / module_id)
+        push_weights(algo, module_id, weights)
+        clear_optimizer_state(algo, module_id)
 
     def collect(self, algo) -> None:
         """Every runner's exploiter results since the last call, added to each exploiter's progress."""
@@ -426,14 +448,13 @@ class ExploiterTraining:
             draw = random.Random(zlib.crc32(f"{self.cfg.seed}:{module_id}:{state.iteration}".encode())).random()
             reset = self.rule.resets(module_id, draw)
             if reset:
-                push_weights(algo, module_id, evaluator.weights_of(self.folder / module_id))
-                clear_optimizer_state(algo, module_id)
+                self.restart(algo, evaluator, module_id)
             progress.restart(reset)
             self._store(module_id, progress)
             frozen.append(module_id)
             print(f"league: {module_id} frozen as {member.name} in {snapshot_id(member.slot)} ({reason})"
                   + (f", evicting {evicted.name}" if evicted is not None else "")
-                  + ("; reset to its initial weights" if reset else ""), flush=True)
+                  + (f"; restarted from {RESTART_WORDS[self.rule.reset_to]}" if reset else ""), flush=True)
         return frozen
 
 
