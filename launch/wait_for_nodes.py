@@ -10,7 +10,6 @@ otherwise one line and exit 2.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -21,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import UserError, fail, gcs_answers, one_line  # noqa: E402
+from launch.cli import OneLineParser, UserError, fail, gcs_answers, one_line, positive  # noqa: E402
 
 POLL_S = 2.0
 
@@ -46,11 +45,13 @@ def wait(count: Callable[[], int], want: int, timeout: float, sleep: Callable[[f
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("address", help="the head's HOST:PORT")
-    parser.add_argument("nodes", type=int, help="nodes to wait for, the head included")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up")
+    parser.add_argument("nodes", type=positive(int), help="nodes to wait for, the head included")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up (0: ask once)")
     args = parser.parse_args(argv)
+    if not 0 <= args.timeout < float("inf"):
+        raise UserError(f"--timeout {args.timeout:g} is not allowed: give seconds >= 0")
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     import ray
 

@@ -209,6 +209,20 @@ def test_waiting_too_long_is_one_line():
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["127.0.0.1:1", "0"], "error: argument nodes: 0 is not allowed: give a number > 0"),
+    (["127.0.0.1:1", "two"], "error: argument nodes: 'two' is not a number"),
+    (["127.0.0.1:1"], "error: the following arguments are required: nodes"),
+    (["127.0.0.1:1", "2", "--timeout", "-5"], "error: --timeout -5 is not allowed: give seconds >= 0"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(argv, message):
+    proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+
+
 def test_no_head_to_join_is_one_line_and_exit_2_at_once():
     proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", "127.0.0.1:1", "2", "--timeout", "0"],
                           cwd=ROOT, capture_output=True, text=True, timeout=180)
