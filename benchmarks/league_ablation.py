@@ -7,7 +7,8 @@ several league configurations ("arms"), every final main compared three ways (do
     python benchmarks/league_ablation.py --arm big_pool="league.max_snapshots=16"   # an arm of your own
 
 Arms (`ARMS`; ``--arm NAME=OVERRIDES`` adds one, overrides space-separated ``launch/train.py`` ones):
-  selfplay   plain self-play: every opponent seat is main itself (``league.main_weight=1``, the rest 0)
+  selfplay   plain self-play: every opponent seat is main itself (``league=selfplay``: ``league.main_weight=1``,
+             the other shares 0)
   pfsp       today's default league: main, its snapshots and seed bots drawn by PFSP
   alphastar  the AlphaStar league: main, main exploiters and league exploiters (``league=alphastar``)
 
@@ -44,8 +45,7 @@ from policies.tournament import play_tournament, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = {
-    "selfplay": ["league.main_weight=1", "league.snapshot_weight=0", "league.bot_weight=0",
-                 "league.external_weight=0"],
+    "selfplay": ["league=selfplay"],
     "pfsp": [],
     "alphastar": ["league=alphastar"],
 }

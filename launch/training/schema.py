@@ -20,7 +20,7 @@ reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
 network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
 algo        each algorithm's own settings     ppo, dqn (RLlib); ga, imitate (seed 001), td_lambda (seed 004)
             (`launch.training.algorithms`)
-league      `LeagueConfig`                    pfsp, uniform, alphastar
+league      `LeagueConfig`                    pfsp, uniform, selfplay, alphastar
 resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
 eval        `EvalConfig`                      panel

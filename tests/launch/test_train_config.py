@@ -159,6 +159,17 @@ def test_weights_of_missing_snapshots_and_bots_go_to_main():
     assert weights == pytest.approx({MAIN: 0.7, "snapshot_0": 0.3})
 
 
+def test_league_selfplay_seats_main_alone_even_with_snapshots_and_bots_in_its_pool():
+    cfg = train_config("+exp=ppo_selfplay", "league=selfplay")
+    league = cfg.league
+    assert (league.main_weight, league.snapshot_weight, league.bot_weight, league.external_weight) == (1, 0, 0, 0)
+    assert league.pfsp == train_config("+exp=ppo_selfplay").league.pfsp  # pfsp's other settings, unchanged
+    mm = Matchmaker(4, ("snapshot_0", "snapshot_1"), ("bot_random",), league.main_weight, league.snapshot_weight,
+                    league.bot_weight, seed=5)
+    assert {module: weight for module, weight in mm.opponent_weights().items() if weight} == {MAIN: 1.0}
+    assert all(mm.matchup(str(k)).modules == (MAIN,) * 4 for k in range(500))
+
+
 def test_matchmaker_shares_the_snapshot_and_bot_weights_by_priority():
     mm = Matchmaker(4, ("snapshot_0", "snapshot_1"), ("bot_random", "bot_hybrid"), 0.5, 0.3, 0.2,
                     snapshot_priorities=(1.0, 3.0), bot_priorities=(0.0, 2.0))
