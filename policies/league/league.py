@@ -21,7 +21,10 @@ Snapshot rule (`LeagueSettings`)
     snapshot beyond that evicts the active snapshot with the lowest mu, which
     keeps its records. (Not the lowest mu - 3 sigma: frozen members' sigma
     shrinks with their games, so that would evict the newest snapshots, which
-    have played least, however strong.)
+    have played least, however strong.) With exploiters, a new snapshot evicts
+    the lowest of its own role, and main's snapshots only when its role has
+    none active (`eviction_candidates`): each exploiter role keeps its newest
+    frozen member or better, and main's snapshots keep the other slots.
 
 Roles (``league=alphastar``; `ExploiterRule`)
     Besides main, AlphaStar's exploiters learn in the same run, each an RLlib
@@ -70,7 +73,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,6 +281,14 @@ class ExploiterRule:
         raise ValueError(f"{module_id!r} is no exploiter: only exploiters are frozen by this rule")
 
 
+def eviction_candidates(members: Iterable[Member], role: str) -> list[Member]:
+    """The active snapshots a new one of `role` may evict (module docstring, Snapshot rule): those of its own
+    role, else main's, else any. So a frozen exploiter leaves only for a newer one of its role: main's next
+    snapshot evicting it, lowest-rated, before main had trained against it (seen in an 8M-step run) cannot."""
+    members = list(members)
+    return ([m for m in members if m.role == role] or [m for m in members if m.role == MAIN] or members)
+
+
 @dataclass
 class RoundResult:
     round_id: int
@@ -424,7 +435,7 @@ class League:
             if free:
                 slot = free[0]
             else:
-                evicted = min(taken.values(), key=lambda m: (m.mu, m.iteration or 0))
+                evicted = min(eviction_candidates(taken.values(), role), key=lambda m: (m.mu, m.iteration or 0))
                 slot = evicted.slot
                 self.store.evict(evicted.id)
             # A snapshot of main is main at this moment: it starts from main's rating. So does a frozen exploiter,

@@ -130,6 +130,36 @@ def test_the_sampler_counts_an_exploiters_games_against_its_opponents_seats():
 
 
 # ---------------------------------------------------------------- frozen exploiters in the league
+def test_a_frozen_exploiter_leaves_the_league_only_for_a_newer_one_of_its_role(tmp_path):
+    store = LeagueStore.open(tmp_path / "league.db")
+    league = League(store, LeagueSettings(players=4, max_snapshots=3, main_exploiters=1, main_exploiter_share=0.2),
+                    "classic")
+
+    def write(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        (folder / "weights.pt").write_text(folder.name)
+
+    def rate(member, mu: float) -> None:
+        store.set_ratings(None, {store.member(member.name).id: (mu, 1.0)})
+
+    first, _ = league.add_snapshot(10, 100, write)
+    second, _ = league.add_snapshot(20, 200, write)
+    exploiter, _ = league.add_snapshot(25, 250, write, learner="main_exploiter_0")
+    rate(first, 30.0), rate(second, 29.0), rate(exploiter, 20.0)  # the exploiter is rated lowest by far
+    # main's next snapshots evict main's lowest, never the exploiter
+    third, evicted = league.add_snapshot(30, 300, write)
+    assert evicted.name == second.name and third.slot == second.slot
+    rate(third, 28.0)
+    fourth, evicted = league.add_snapshot(40, 400, write)
+    assert evicted.name == third.name
+    assert {m.name for m in league.slot_members().values()} == {first.name, fourth.name, exploiter.name}
+    # the exploiter's next freeze replaces its own role's member, however main's are rated
+    rate(first, 10.0)
+    newer, evicted = league.add_snapshot(45, 450, write, learner="main_exploiter_0")
+    assert evicted.name == exploiter.name and newer.slot == exploiter.slot
+    store.close()
+
+
 def test_a_frozen_exploiter_is_a_snapshot_with_its_role_drawn_at_mains_seats(tmp_path):
     store = LeagueStore.open(tmp_path / "league.db")
     league = League(store, LeagueSettings(players=4, max_snapshots=2, main_exploiters=1, league_exploiters=1,
@@ -151,9 +181,10 @@ def test_a_frozen_exploiter_is_a_snapshot_with_its_role_drawn_at_mains_seats(tmp
     seated = Counter(m for key in map(str, range(3000)) if (matchup := mm.matchup(key)).learner == MAIN
                      for m in matchup.modules)
     assert seated[snapshot_id(1)] > 0
-    # a third snapshot evicts one of them (lowest rated), whatever its role
+    # a third snapshot, of a role with none active, evicts one of main's
     third, evicted = league.add_snapshot(5, 500, write, learner="league_exploiter_0")
-    assert third.role == LEAGUE_EXPLOITER and evicted is not None and third.slot == evicted.slot
+    assert third.role == LEAGUE_EXPLOITER and evicted.name == main_snapshot.name
+    assert third.slot == evicted.slot
     # the dashboard shows each member's role
     from policies.league.leaderboard import ranking, render_html
 
