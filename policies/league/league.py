@@ -40,7 +40,7 @@ Roles (``league=alphastar``; `ExploiterRule`)
     exploiter restarts, a league exploiter with chance ``league_exploiter_reset``:
     from its weights as built, or (``exploiter_reset_to=main``) as a copy of
     main, which is also how it starts. A frozen exploiter takes a snapshot slot like
-    main's snapshots (the same eviction), starts from main's rating as they do
+    main's snapshots (evicting by role, Snapshot rule), starts from main's rating as they do
     (openskill's start would have it evicted before it was ever rated), and is
     drawn at main's seats like any snapshot. The league's PFSP chances are main's: a league exploiter meets
     the members main finds hard (it has no record of its own until frozen).
@@ -94,9 +94,9 @@ from policies.league.store import LeagueStore, Member
 MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
 DROPPED_META = "dropped:"
+"""``meta`` key prefix of a dropped external member's record (`League.drop`): ``dropped:<name>``."""
 EXPLOITER_STARTS = ("initial", "main")
 """What an exploiter starts and restarts from (``exploiter_reset_to``)."""
-"""``meta`` key prefix of a dropped external member's record (`League.drop`): ``dropped:<name>``."""
 
 
 class MemberFailed(RuntimeError):
