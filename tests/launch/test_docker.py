@@ -71,6 +71,14 @@ def test_the_extras_installed_are_pyprojects(name):
     assert "cluster" in extras  # compose starts Ray nodes from these images: `ray start` needs ray[default]
 
 
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_the_project_installs_from_the_lock_it_copies(name):
+    install = next(args for args in runs(name) if "pip install" in args and "-e" in args)
+    assert shlex.split(install)[:4] == ["pip", "install", "-c", "requirements.lock"]
+    copies = [args.split() for op, args in instructions(name) if op == "COPY"]
+    assert any("requirements.lock" in sources for sources in copies)
+
+
 def test_torch_is_the_version_pyproject_pins_cpu_build_in_one_image_cuda_in_the_other():
     version = pinned_torch()
     cpu = [args for args in runs("Dockerfile") if "torch" in args]

@@ -5,6 +5,10 @@ The short run is in CI; `-m slow` runs the long one.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
@@ -25,33 +29,30 @@ SHORT = settings(max_examples=25, deadline=None, suppress_health_check=list(Heal
 LONG = settings(max_examples=1_000, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """A site with a finished game on record, so that the record routes have something to read."""
-    records = tmp_path_factory.mktemp("records")
-    (records / "human").mkdir()
-    app = create_app(Site(records, []))
-    client = TestClient(app)
+RECORDS = Path(tempfile.mkdtemp(prefix="ludo-league-fuzz-"))
+(RECORDS / "human").mkdir()
+APP = create_app(Site(RECORDS, []))
+# Built at import, not from a fixture: schemathesis's fixture-based schemas rewrite pytest's private node ids,
+# which pytest 9 no longer has. The site does not serve its schema, so it is read from the app itself.
+api_schema = schemathesis.openapi.from_dict(APP.openapi())
+api_schema.app = APP
+
+
+@pytest.fixture(scope="module", autouse=True)
+def finished_game():
+    """A finished game on record, so that the record routes have something to read; the folder goes afterwards."""
+    client = TestClient(APP)
     play_out(client, client.post("/api/games", json={"variant": "quick", "players": 2, "seat": 0,
                                                       "opponents": ["bot:random"]}).json())
-    return app
+    yield
+    shutil.rmtree(RECORDS, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def api(app):
-    schema = schemathesis.openapi.from_dict(app.openapi())
-    schema.app = app  # as schemathesis.openapi.from_asgi does; the site does not serve its schema
-    return schema
-
-
-@pytest.fixture(scope="module")
-def live_game(app) -> str:
+def live_game() -> str:
     """A game that the fuzzed game routes play on: rolls, moves and steps in any order, until it is over."""
-    return TestClient(app).post("/api/games", json={"variant": "quick", "players": 2, "seat": 0,
+    return TestClient(APP).post("/api/games", json={"variant": "quick", "players": 2, "seat": 0,
                                                     "opponents": ["bot:random"]}).json()["id"]
-
-
-api_schema = schemathesis.pytest.from_fixture("api")
 
 
 def check(case, live_game: str | None = None) -> None:

@@ -29,6 +29,21 @@ def train(run_dir: Path, *args: str, timeout: int = 400) -> subprocess.Completed
 
 
 
+
+def test_smoke_with_two_env_runners_on_an_empty_numba_cache(tmp_path):
+    """The driver and two EnvRunner actors start together on a cold cache (a new user's first run, a cluster's
+    first job): they share the compiles through the cache lock (`ludo_env.engine.jit`) and none of them crashes."""
+    cache = tmp_path / "numba"
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "launch/train.py", "+exp=smoke", "resources.env_runners=2", "resources.cpus_per_env_runner=0.5",
+         f"hydra.run.dir={run_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, env={**script_env(), "LUDO_NUMBA_CACHE": str(cache)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["iterations"] == 2 and summary["env_steps"] > 0
+    assert any(cache.rglob("*.nbi")), "the run compiled nothing into the empty cache it was given"
+
 def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reproduce(tmp_path):
     run_dir = tmp_path / "run"
     proc = train(run_dir, "+exp=smoke")
