@@ -136,3 +136,18 @@ def test_the_reference_refuses_a_choice_without_a_description(reference, tmp_pat
     monkeypatch.setattr(reference, "CONF", tmp_path)
     with pytest.raises(reference.ReferenceError, match="conf/obs/bare.yaml has no description"):
         reference.choice_sections("obs", ["bare"], None)
+
+
+def test_the_training_page_names_every_choice_of_every_group():
+    """The design page's short table of the groups (docs/pages/concepts/training.md) names all of each group's
+    choices, so it cannot fall behind conf/ as the schema's table once did."""
+    page = (ROOT / "docs" / "pages" / "concepts" / "training.md").read_text()
+    rows = {}
+    for line in page.splitlines():
+        match = re.match(r"\| `(\w+)` \| (.*?) \| [^|]* \|$", line)
+        if match:
+            rows.setdefault(match.group(1), match.group(2))
+    for group, choices in conf_tree().items():
+        assert group in rows, f"docs/pages/concepts/training.md's group table has no row for {group}"
+        left_out = [c for c in choices if not re.search(rf"\b{re.escape(c)}\b", rows[group])]
+        assert not left_out, f"docs/pages/concepts/training.md's {group} row leaves out {left_out}"
