@@ -1,5 +1,5 @@
 """Does the league train a stronger, harder-to-exploit main than plain self-play? PPO at equal env steps under
-several league configurations ("arms"), every final main compared three ways (docs/league.md).
+several league configurations ("arms"), every final main compared three ways (docs/pages/results/, the ablation).
 
     python benchmarks/league_ablation.py                                    # 8M steps, classic, seeds 0 1, 3 arms
     python benchmarks/league_ablation.py --variant pyludo --arms pfsp alphastar

@@ -126,7 +126,8 @@ class SamplerConfig:
     """batched (B games per EnvRunner in the numba engine, one forward pass per agent per step) or per_game
     (RLlib steps one-game envs; the pre-batched path, kept for comparison: benchmarks/train_throughput.py)."""
     games: int = 256
-    """batched: games each EnvRunner plays at once (B); see docs/training.md for the measurement."""
+    """batched: games each EnvRunner plays at once (B): enough rows for the forward passes to be matrix work; larger
+    only costs memory (docs/pages/concepts/training.md, "Defaults and why")."""
     prefetch: bool = True
     """batched, remote EnvRunners: play the next sample while the learner trains on this one, so an iteration
     takes the longer of the two rather than their sum. The sample the learner gets was then played by the

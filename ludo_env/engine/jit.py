@@ -3,12 +3,12 @@
 `kernel` is numba's ``njit`` with the runtime's reference counting switched off
 (``_nrt=False``). The kernels only read and write arrays they are given, never
 allocate, and with reference counting on, every array handed between kernels
-costs atomic increments and decrements: measured at 23 ns against 5 ns for one
-legal-move check, and half the engine's time. Kernels that must allocate are
+costs atomic increments and decrements, several times the cost of a legal-move
+check and about half the engine's time. Kernels that must allocate are
 plain `jit` wrappers around these. ``error_model="numpy"`` drops Python's
 zero-division checks from the integer arithmetic.
 
-Cache. Compiling every kernel costs a fresh process 30-60 s (each Ray worker,
+Cache. Compiling every kernel costs a fresh process tens of seconds (each Ray worker,
 each test run, each command). Numba's on-disk cache would save that, but it
 only notices a change in the file of the function it compiled, not in a kernel
 it calls from another file: a cached batch kernel once kept running an old
@@ -20,8 +20,7 @@ anywhere gives a new, empty folder, and stale code can never be loaded.
 ``LUDO_NUMBA_CACHE=off`` compiles in memory only.
 
 Compile time. `ludo_env.engine.inline_copy` removes most of the cost of numba's inlining
-at compile time: a fresh process with an empty cache compiles ``play_random``, the
-specialised kernel and ``step_batch`` in 28 s instead of 71 s (``benchmarks/compile_time.py``).
+at compile time (``benchmarks/compile_time.py`` measures it).
 """
 from __future__ import annotations
 
@@ -77,8 +76,8 @@ inline_copy.install()
 # nogil: a kernel called from Python lets other threads run meanwhile (a tournament's threads play
 # their chunks on separate cores, `policies.tournament`); the kernels share no state, so nothing to lock.
 kernel = njit(_nrt=False, error_model="numpy", cache=CACHE, nogil=True)
-# The kernels on the per-move path are inlined into their callers: measured 27k -> 44k games/s
-# (pyludo, random moves, one core), at the price of a longer first compilation.
+# The kernels on the per-move path are inlined into their callers: much faster games, at the price of a
+# longer first compilation.
 inline_kernel = njit(_nrt=False, error_model="numpy", inline="always", cache=CACHE, nogil=True)
 # Plain numba (reference counting on) for the few functions that allocate.
 jit = njit(cache=CACHE, nogil=True)
