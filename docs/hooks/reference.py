@@ -653,9 +653,22 @@ def on_config(config, **kwargs):
             nav[i] = {"Reference": reference_nav()}
         if isinstance(entry, dict) and "Results" in entry:
             nav[i] = {"Results": ["results/index.md", *(f"results/{p.name}" for p in results_pages(docs_dir))]}
-    for page in extra_pages():
-        nav.insert(len(nav) - 1, page.name)  # before the changelog
+    listed = set(nav_paths(nav))
+    for name in [p.name for p in extra_pages()] + sorted(p.name for p in docs_dir.glob("*.md")):
+        if name not in listed:  # a top-level page no section lists (docs/security.md): before the changelog
+            nav.insert(len(nav) - 1, name)
+            listed.add(name)
     return config
+
+
+def nav_paths(nav) -> list[str]:
+    """Every page path a nav (a list of paths, {title: path} and {title: [...]} entries) names."""
+    found = []
+    for entry in nav:
+        values = entry.values() if isinstance(entry, dict) else [entry]
+        for value in values:
+            found += nav_paths(value) if isinstance(value, list) else [value]
+    return found
 
 
 def on_files(files, config, **kwargs):
