@@ -82,3 +82,19 @@ def test_every_relative_link_of_the_readme_points_at_a_file():
     for link in relative:
         target = link.split("#", 1)[0]
         assert (ROOT / target).exists(), f"README.md links to {link}, which does not exist"
+
+
+def test_simple_tables_in_docstrings_become_markdown_tables():
+    """The API pages' griffe extension (docs/hooks/rst_tables.py) turns a reStructuredText simple table, header or
+    not, continuation rows included, into a Markdown table, and leaves other text as it is."""
+    pytest.importorskip("griffe", reason="the extension is a griffe extension (the docs extra)")
+    spec = importlib.util.spec_from_file_location("docs_rst_tables", ROOT / "docs" / "hooks" / "rst_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "\n".join(["Intro.", "", "=====  =====", "name   what", "=====  =====", "a      one", "       more",
+                      "b      two", "=====  =====", "", "After."])
+    assert module.convert(text).split("\n") == ["Intro.", "", "", "| name | what |", "| --- | --- |",
+                                                 "| a | one more |", "| b | two |", "", "", "After."]
+    bare = "\n".join(["====  ====", "x     1", "y     2", "====  ===="])
+    assert "| x | 1 |" in module.convert(bare) and "|  |  |" in module.convert(bare)
+    assert module.convert("no table here\n====\n") == "no table here\n====\n"

@@ -35,6 +35,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the checkout's code, not whatever copy is installed
     sys.path.insert(0, str(ROOT))
+
+def _register_griffe_extension() -> None:
+    """Make ``hooks/rst_tables.py`` importable as ``rst_tables``, the name ``docs/mkdocs.yml`` gives mkdocstrings."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rst_tables", Path(__file__).with_name("rst_tables.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rst_tables"] = module
+    spec.loader.exec_module(module)
+
+
+_register_griffe_extension()
 CONF = ROOT / "conf"
 DOCS = ROOT / "docs"
 FIGURES = ROOT / "benchmarks" / "results"
