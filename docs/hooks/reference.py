@@ -483,10 +483,14 @@ def key_value_page(command: KeyValue, title_level: str = "#") -> str:
             lines.append(f"| `{sub}` | {', '.join(code(command.prefix + k) for k in sorted(keys))} |")
     else:
         documented_keys(doc, [command.prefix + k for k in table])
-        lines += ["| key | default |", "| --- | --- |"]
+        typed = all(isinstance(v, type) for v in table.values())  # a table of how each value is read, not defaults
+        lines += ["| key | value |" if typed else "| key | default |", "| --- | --- |"]
         for key, default in table.items():
-            shown = code(value_text(default)) if default not in ("", None) else "" if not isinstance(default, type) \
-                else f"a {default.__name__}"
+            if typed:
+                shown = {str: "text", float: "a number", int: "an integer", bool: "true or false"}.get(
+                    default, default.__name__)
+            else:
+                shown = code(value_text(default)) if default not in ("", None) else ""
             lines.append(f"| `{command.prefix}{key}` | {shown} |")
     lines.append("")
     if command.extra:
@@ -497,6 +501,7 @@ def key_value_page(command: KeyValue, title_level: str = "#") -> str:
 
 def argparse_page(command: Argparse, title_level: str = "#") -> str:
     parser = captured_parser(command.script)
+    parser.prog = f"python {command.script}"  # not the builder's own argv[0]
     module = module_of(command.script)
     lines = [f"{title_level} {command_name(command.script)} {{ #{anchor(command_name(command.script))} }}", "",
              first_line(module.__doc__), "",
