@@ -61,8 +61,8 @@ The kernels cite these numbers where they implement them.
     stands. A jump onto the last star stops there (one jump per move).
     Overshoot bounces back from the goal inside the end lane. Version: the
     README of rasmushaugaard/pyludo at 12 commits, the one seed 002 copies.
-    That repository could not be read from this machine; the `move_token`
-    of two public copies of pyludo's `LudoState` does the same (kill on the
+    That repository itself was not at hand; the `move_token` of two public
+    copies of pyludo's `LudoState` does the same (kill on the
     star, jump, kill at the end). A later fork of pyludo captures only where
     the jump ends; ``star_capture: jump_end`` keeps that rule (results
     measured under it name it), and ``landing`` captures only on the star
