@@ -1,4 +1,4 @@
-"""How far apart a DQN policy's Q-values for its two best legal tokens are (docs/training.md, advantage learning).
+"""How far apart a DQN policy's Q-values for its two best legal tokens are (why DQN uses advantage learning).
 
     python benchmarks/action_gaps.py <policy> [<policy> ...] [positions=2000] [seed=5]
 

@@ -1,4 +1,4 @@
-"""The README's baseline table: every seed bot against 3 `random` and against 3 `hybrid`.
+"""The seed bots' baseline table: every seed bot against 3 `random` and against 3 `hybrid`.
 
     python benchmarks/baselines.py                       # classic and pyludo, 10,000 games per row
     python benchmarks/baselines.py games=2000 variants=classic

@@ -13,7 +13,7 @@ What is measured
            The `classic` variant is timed too, for reference. Two rows each:
            the generic kernel, which reads the rules table at run time, and
            ``specialised=True``, the kernel compiled for that one table (the
-           same games; its compilation, about 10-14 s a table the first time on a
+           same games; its compilation, paid per table the first time on a
            machine, is done before timing). The ratio is given for both.
   ludopy   the same kind of game with ludopy 1.5.0 from PyPI: `Game()` then
            get_observation / answer_observation with a random movable piece.

@@ -1,9 +1,9 @@
 """Does the league train a stronger, harder-to-exploit main than plain self-play? PPO at equal env steps under
-several league configurations ("arms"), every final main compared three ways (docs/league.md).
+several league configurations ("arms"), every final main compared three ways (docs/pages/results/, the ablation).
 
     python benchmarks/league_ablation.py                                    # 8M steps, classic, seeds 0 1, 3 arms
     python benchmarks/league_ablation.py --variant pyludo --arms pfsp alphastar
-    python benchmarks/league_ablation.py --steps 1000000 --seeds 0 --arms selfplay pfsp --out /tmp/ablation
+    python benchmarks/league_ablation.py --steps 1000000 --seeds 0 --arms selfplay pfsp --out outputs/ablation_small
     python benchmarks/league_ablation.py --arm big_pool="league.max_snapshots=16"   # an arm of your own
 
 Arms (`ARMS`; ``--arm NAME=OVERRIDES`` adds one, overrides space-separated ``launch/train.py`` ones):

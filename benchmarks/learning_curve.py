@@ -1,6 +1,6 @@
 """Plot win rate against training minutes (or env steps) for training runs, with 95% intervals: the learning curves.
 
-    python benchmarks/learning_curve.py /work/runs/ppo_selfplay /work/runs/dqn_selfplay \
+    python benchmarks/learning_curve.py outputs/train/<ppo run> outputs/train/<dqn run> \
         --out benchmarks/results/learning_curve.png
     python benchmarks/learning_curve.py <run A> <run B> --x env_steps --labels PPO DQN   # runs under other loads
 
@@ -41,7 +41,7 @@ def curves(run: Path, x: str = "minutes") -> dict[str, list[tuple[float, float, 
         evaluations.append(summary["final_evaluation"])
     out: dict[str, list] = {}
     for evaluation in evaluations:
-        # Final evaluations written before 2026-11-25 by trainers other than RLlib's carry no iteration.
+        # Final evaluations of older run folders written by trainers other than RLlib's carry no iteration.
         at = x_at.get(evaluation.get("iteration"), summary[x])
         for result in evaluation["results"]:
             lo, hi = result["ci95"]

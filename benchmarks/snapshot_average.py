@@ -13,13 +13,10 @@ the rules the run was trained in (its ``policy.json``), and each line gives
 both win rates and the paired difference with its 95% interval (as
 `policies.tournament.paired_difference`: the same dice and seats, game by game).
 
-Why: late DQN iterates move by a point or two from evaluation to evaluation
-(docs/training.md), and averaging weights along the end of a run (as in
-stochastic weight averaging) is the usual cure for iterate noise. Measured
-on the four classic DQN runs at the default alpha 0.97 (2026-11-26, sixth
-section of docs/training.md): no gain; the average of the last 3, 5 or 8
-snapshots is level with the last policy on both panels and on both seeds, and
-so is the average of the last 5 on three PPO runs.
+Why: late DQN iterates move by a point or two from evaluation to evaluation,
+and averaging weights along the end of a run (as in stochastic weight
+averaging) is the usual cure for iterate noise. What it found is on the
+results page "Averaging a run's last snapshots" (docs/pages/results/).
 """
 from __future__ import annotations
 

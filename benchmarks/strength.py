@@ -1,4 +1,4 @@
-"""The README's strength table of learned and search agents: each against 3 `random` and 3 `hybrid`, per variant.
+"""The strength table of learned and search agents: each against 3 `random` and 3 `hybrid`, per variant.
 
     python benchmarks/strength.py pyludo "search:outputs/train/<td run>?depth=2" ckpt:outputs/train/<td run>
     python benchmarks/strength.py classic ckpt:outputs/train/<ga run> games=2000 opponents=random,semi_smart

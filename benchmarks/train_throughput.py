@@ -17,9 +17,9 @@ What is measured
 
   per_game  ``sampler.name=per_game``: RLlib's `MultiAgentEnvRunner` steps
             ``resources.envs_per_runner`` one-game `LudoMultiAgentEnv` copies.
-            Before issue 13 this was the only path. ``--per-game`` gives it
-            its own extra overrides (e.g. the former defaults
-            ``algo.num_epochs=6 algo.minibatch_size=512 algo.train_batch_size=8192``).
+            The path the batched sampler replaced. ``--per-game`` gives it
+            its own extra overrides (e.g. the PPO settings that path trained
+            with, ``algo.num_epochs=6 algo.minibatch_size=512 algo.train_batch_size=8192``).
   batched   ``sampler.name=batched`` (the default): `launch.training.sampler.BatchedLudoEnvRunner`
             plays ``sampler.games`` games per EnvRunner in the numba engine.
 
@@ -87,11 +87,10 @@ SIDES = ("per_game", "batched")
 """The sides measured, baseline first (``--league`` replaces them with `LEAGUE_SIDES`)."""
 LEAGUE_SIDES = ("batched", "league")
 RATIO_TARGETS = {"ppo": {"trained": ">= 10"}, "dqn": {"kept": ">= 5", "main kept": ">= 5"}}
-"""The batched/per-game ratios the issue that made the batched sampler asked for; an algorithm without targets
-prints none."""
+"""The batched/per-game ratios the batched sampler was built to reach; an algorithm without targets prints none."""
 LEAGUE_RATIO_TARGETS = {"ppo": {"trained": ">= 0.75"}}
-"""``--league``: another league's trained env steps/s against the default's (issue 31: within 25% with
-exploiters)."""
+"""``--league``: another league's trained env steps/s against the default's (the AlphaStar roles' target: within
+25% with exploiters)."""
 
 
 # ---------------------------------------------------------------- config and our env's decisions

@@ -19,7 +19,7 @@ MOVED = {
     "launch.watchdog": "launch.training.watchdog",
     "launch.trainers": "launch.training.trainers",
 }
-"""Where the training modules that sat in launch/ until issue 30 live now. A run folder's checkpoints name classes by
+"""Where the training modules that once sat in launch/ itself live now. A run folder's checkpoints name classes by
 their module (RLlib pickles its learner class and writes the replay buffer's class path into its config), so an old
 name still imports: as the very module at its new place, never a copy (one class, one identity)."""
 

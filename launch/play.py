@@ -41,7 +41,7 @@ finishing order is shown and the exit status is 0.
 The board
 ---------
 Squares are the board's 0..51 (colour c enters on square 1 + 13c, the seats'
-coordinates of the README). On the classic 52-square board a 15 x 15 picture
+coordinates of ludo_env/rules.py). On the classic 52-square board a 15 x 15 picture
 is drawn: ``R2`` is red's token 2, ``R01`` red's tokens 0 and 1 on one square,
 ``R:3`` three red tokens, ``RG`` tokens of two colours; ``*`` a safe square,
 ``+`` a star, ``r`` .. ``b`` each colour's home column; tokens in base sit in

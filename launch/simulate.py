@@ -5,8 +5,8 @@
 
 Arguments are key=value: `variant` (a name in conf/variant or a YAML path),
 `games`, `seed`, `max_plies`, `specialised` (true: the engine kernel compiled for these
-rules, about a fifth faster, after about 10-14 s of compilation (a quiet core) the first time a machine meets
-them; default false), and any rule field as an override. It reports
+rules, about a fifth faster, after a compilation of its own the first time a machine meets them; default
+false), and any rule field as an override. It reports
 each seat's share of wins and mean finishing place, the mean game length,
 truncated games and the speed. Bad input exits with one line. Games are
 played in slices of `SLICE` (the same games as in one call: each has its own
@@ -27,7 +27,7 @@ from ludo_env.rules import Rules, RulesError
 
 RUN_KEYS = {"variant": "classic", "games": 10_000, "seed": 0, "max_plies": 10_000, "specialised": False}
 SLICE = 10_000
-"""Games per engine call: Python sees Ctrl-C only between calls (random games: about 0.1 s on one core)."""
+"""Games per engine call: Python sees Ctrl-C only between calls (random games: a fraction of a second on one core)."""
 
 
 def play_in_slices(states, tab, rng, max_plies: int, specialised: bool, size: int = SLICE):

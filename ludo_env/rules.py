@@ -61,11 +61,11 @@ The kernels cite these numbers where they implement them.
     stands. A jump onto the last star stops there (one jump per move).
     Overshoot bounces back from the goal inside the end lane. Version: the
     README of rasmushaugaard/pyludo at 12 commits, the one seed 002 copies.
-    That repository could not be read from this machine; the `move_token`
-    of two public copies of pyludo's `LudoState` does the same (kill on the
-    star, jump, kill at the end). Until 2026-11-24 this variant followed a
-    later fork that captures only where the jump ends; ``star_capture:
-    jump_end`` keeps that rule, and ``landing`` captures only on the star
+    That repository itself was not at hand; the `move_token` of two public
+    copies of pyludo's `LudoState` does the same (kill on the
+    star, jump, kill at the end). A later fork of pyludo captures only where
+    the jump ends; ``star_capture: jump_end`` keeps that rule (results
+    measured under it name it), and ``landing`` captures only on the star
     landed on.
 12. With ``star_capture: landing`` the square a jump ends on is passed as if
     empty: nothing is captured there and no stack rule applies.

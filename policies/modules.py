@@ -438,10 +438,9 @@ def inference_batch(obs: np.ndarray, masks: np.ndarray, states: np.ndarray | Non
 
 
 INFERENCE_THREADS = 1
-"""Intra-op threads for a `ModulePlayer`'s forward pass. One thread answered every batch size faster on
-the shared 2-core machine (token_set, 64 to 4,096 rows: 1.1 against 3.9 ms at 64 rows, 77 against 128 ms
-at 4,096), because the second thread waits on a core that the engine, a Ray worker or the learner holds;
-the evaluator's engine work runs between the passes anyway."""
+"""Intra-op threads for a `ModulePlayer`'s forward pass. One thread answers every batch size faster on a
+machine with few cores, because a second thread waits on a core that the engine, a Ray worker or the learner
+holds (docs/pages/results/, evaluator speed); the evaluator's engine work runs between the passes anyway."""
 
 
 @contextlib.contextmanager

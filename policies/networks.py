@@ -7,7 +7,7 @@ optional ``model_config["network"]``: a preset name (``conf/network``), a mappin
 `NetworkConfig` fields, or a `NetworkConfig`. The module stores it as the full mapping of
 fields, so a checkpoint rebuilds the same network whatever the presets say later. Without it
 the module builds RLlib's default networks from the ``fcnet_*`` / ``head_fcnet_*`` keys,
-exactly as before. With it those keys are ignored: the network config decides the encoder
+as RLlib does. With it those keys are ignored: the network config decides the encoder
 and every head (PPO policy and value; DQN Q or, with ``dueling``, advantage and value).
 The catalogs (`policies.modules.MaskedPPOCatalog`, `MaskedDQNCatalog`) turn it into RLlib
 `ModelConfig` objects here: `NetworkConfig.encoder_config` and `NetworkConfig.head_config`.
@@ -459,8 +459,8 @@ class TokenSetEncoder(TorchModel, Encoder):
         pooling), only the token's own block differs between tokens, so the first layer is ``W_own token_t +
         (W_rest [mean, context, globals] + b)``, the second part once per row. The same function as
         ``self.fuse(self._fuse_input(...))`` up to float rounding (a test holds them together), with a third of
-        the first layer's work and no ``(B, tokens, fuse_in)`` copy; measured on DQN's learner updates, where
-        the concatenation and the first layer were a third of the encoder's time."""
+        the first layer's work and no ``(B, tokens, fuse_in)`` copy: in DQN's learner updates the concatenation
+        and the first layer were a large share of the encoder's time."""
         first = self.fuse[0]
         width = own.shape[-1]
         shared = [own.mean(dim=1)] + ([context] if context is not None else []) + [globals_]

@@ -65,28 +65,11 @@ Self-play (`SelfPlay`)
     learned are those of this ε-greedy policy: on-policy, no trace cutting).
     New games start with the seats in turn (game k: seat k mod players first).
 
-Defaults (``conf/algo/td_lambda.yaml``), from a short sweep
-    Greedy player against 3 random (25% by chance), 1000 games per point (2000
-    at the last), 95% intervals about ±2.7 points; a shared 2-core machine under
-    load, so the speeds vary with it:
-
-    ==========================  =====================================  ===============
-    linear, classic, 256 games  win rate at 0.8 / 1.5 / 2.3 / 3.0 M     decisions/s
-    ==========================  =====================================  ===============
-    alpha 0.05, λ 0.8, ε 0.02   74 / 74 / 76 / 75                      55-95k
-    alpha 0.1 / 0.02            75 / 77 / 75 / 76,  78 / 75 / 70 / 74
-    λ 0.6 / 0.9                 74 / 74 / 73 / 75,  74 / 74 / 77 / 74
-    ε 0 / 0.05                  73 / 73 / 74 / 77,  78 / 77 / 73 / 78
-    true online                 74 / 73 / 77 / 77                      40-80k
-    ==========================  =====================================  ===============
-
-    The linear value is flat in these settings and plateaus near 75% (classic;
-    pyludo 75 / 74 / 77 / 79 at 1 / 2 / 3 / 4 M decisions) after about 0.5 M
-    decisions, 10 s; 300 k decisions already give 72-76% on both variants. The
-    MLP (64, 64; 128 games, 7-18 k decisions/s) goes further: classic alpha 2.0
-    gives 79 / 80 / 80 / 80.5% at 0.3 / 0.6 / 0.9 / 1.2 M decisions, alpha 1.0 78 /
-    78 / 79 / 82%; pyludo alpha 2.0 79 / 80% at 0.3 / 0.6 M. Hence alpha 0.05
-    (linear) and 2.0 (mlp), λ 0.8, ε 0.02 (`DEFAULT_ALPHA`).
+Defaults (``conf/algo/td_lambda.yaml``), from a short sweep (its table: the seed agents' results page,
+``docs/pages/results/``)
+    The linear value is flat across step sizes, λ and ε and plateaus near 75% against 3 random after about
+    half a million decisions; the MLP (64, 64) goes further. Hence alpha 0.05 (linear) and 2.0 (mlp), λ 0.8,
+    ε 0.02 (`DEFAULT_ALPHA`).
 
 Saved agents
     `policy_state` gives what `policies.checkpoints.write_policy` writes (kind
@@ -275,7 +258,7 @@ class MLPTD:
     hand for the ReLU MLP in one batched pass, and each layer's gradient is an
     outer product ``d ⊗ h`` (backpropagated error, layer input), so it is added
     to the traces ``(B*P, out, in)`` in place (``addcmul_``) and never stored on
-    its own: torch.func's vmap of grad took 110 ms a step for 512 chains.
+    its own, which is much faster than torch.func's vmap of grad over the chains.
     """
 
     def __init__(self, value: MLPValue, games: int, players: int, alpha: float, lam: float, gamma: float = 1.0):

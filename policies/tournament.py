@@ -126,8 +126,8 @@ BOT_SEED_SALT = 0xB07_5EED_B07_5EED  # bots' streams differ from every small dic
 DEFAULT_CHUNK = 8_192
 FAST_SLICE = 1_024
 """Games per call of the fast path's kernel within a chunk: Python sees Ctrl-C between calls, so a stop waits for
-at most one slice (built-in bots: about 0.1-0.3 s on one core); each game's dice are its own, so the games are
-the same for any slice."""
+at most one slice (built-in bots: a fraction of a second on one core); each game's dice are its own, so the games
+are the same for any slice."""
 CONFIDENCE = 0.95
 
 
@@ -138,9 +138,9 @@ class TournamentError(ValueError):
 # ------------------------------------------------------------------- seating
 MIN_GAMES_PER_THREAD = 1_500
 """Fewer games than this per thread play on fewer threads. Each chunk ends in a tail of a few long games whose
-steps are small torch and numba calls, and two threads then hand the GIL to each other at every call: a learned
-policy against 3 random (2 cores, 2026-11-25) played 500 games at 990 games/s on one thread and 540 on two,
-1,000 at 1,330 and 980, 3,000 at 1,680 and 1,960, 5,000 at 1,520 and 2,460."""
+steps are small torch and numba calls, and two threads then hand the GIL to each other at every call: below
+this a learned policy's tournament ran slower on two threads than on one (docs/pages/results/, evaluator
+speed)."""
 
 
 def available_cores() -> int:
@@ -415,7 +415,7 @@ def _fast_kernel():
 
     It calls the compiled `choose` and `step_batch` (one game at a time, through
     one-row views) instead of inlining the engine's move kernels: the same
-    moves, and no second copy of the engine to compile (15 s of LLVM time).
+    moves, and no second copy of the engine to compile.
     """
     from policies.bots.kernels import choose
 

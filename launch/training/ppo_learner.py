@@ -3,10 +3,10 @@
 Why it is here: with exploiters (``league=alphastar``) the learner trains several modules whose batches differ
 in size (main has most of the games). RLlib's `MiniBatchCyclicIterator` takes ``minibatch_size`` rows from
 *every* module in each minibatch and cycles the smaller batches until the largest is covered. So each update
-passed over a 0.2-share exploiter's batch two or three times: more learner work (learn time per iteration rose
-from 1.13 s to 2.07 s against the default league, docs/league.md), and more epochs on the exploiters' data
-than ``algo.num_epochs`` says. `SharedMinibatchIterator` cuts each epoch into ceil(rows / ``minibatch_size``)
-minibatches, and minibatch k holds the k-th equal part of every module's batch. Every row is used exactly
+passed over a 0.2-share exploiter's batch two or three times: more learner work (nearly twice the learn time of
+an iteration of the default league; docs/pages/results/, the AlphaStar league's throughput), and more epochs on
+the exploiters' data than ``algo.num_epochs`` says. `SharedMinibatchIterator` cuts each epoch into
+ceil(rows / ``minibatch_size``) minibatches, and minibatch k holds the k-th equal part of every module's batch. Every row is used exactly
 ``num_epochs`` times, and a minibatch holds about ``minibatch_size`` rows in all.
 
 Only a run with exploiters uses it (`launch.training.build`): a league without roles keeps RLlib's iterator and

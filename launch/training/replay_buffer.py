@@ -2,8 +2,8 @@
 
 RLlib's `PrioritizedEpisodeReplayBuffer` keeps whole episodes and builds each sampled transition in
 Python: a segment-tree walk, lookback-buffer reads through ``tree`` maps and a `SingleAgentEpisode`
-per item. On 2 cores that was 0.3-0.6 s per 256-transition batch, most of a DQN iteration (profile in
-``docs/training.md``). Here every stored step is one row of preallocated arrays (a ring of
+per item, which made sampling a batch cost more than the learner's update on it (the training profiles in
+``docs/pages/results/``). Here every stored step is one row of preallocated arrays (a ring of
 ``capacity`` rows); a batch is drawn with one vectorised weighted draw and its n-step returns summed
 from consecutive rows, and it goes to the learner as those columns (`ColumnReplayDQN`, below).
 
@@ -20,9 +20,8 @@ The buffer lives in the driver; with ``algo.store_buffer_in_checkpoints`` its ar
 
 `ColumnReplayDQN` hands the learner that batch as columns. RLlib's DQN step asks the buffer for
 episodes, one 1-step `SingleAgentEpisode` per transition, and its learner connectors read them back
-into columns item by item: in a `cProfile` of ``algo.train()`` (2026-11-26, batched sampler, 2 cores)
-that was 87 of the 105 ms of an update of 256 transitions (34 ms building the episodes, 53 ms in the
-connector pipeline), against 18 ms of forward and backward passes. The learner takes a
+into columns item by item: most of the time of an update went there, not into the forward and backward
+passes (the training profiles in ``docs/pages/results/``). The learner takes a
 `MultiAgentBatch` of numpy columns as it is (it only moves them to its device), so that is what
 `ColumnReplayDQN` gives it; everything else in its step is RLlib's DQN step, in the same order.
 """

@@ -37,9 +37,8 @@ Seats
   which drops it from the league (`launch.training.trainers.rllib.LeagueSelfPlay.drop_failed`) and installs a matchmaker
   without it. Training goes on.
 
-Measured choices (2 cores, ``benchmarks/train_throughput.py``; figures in its docstring and in
-``docs/``): a custom EnvRunner rather than a ``VECTOR_ENTRY_POINT`` vector env behind
-`SingleAgentEnvRunner`, because that runner is single-agent (one module, every sub-env stepped
+Why a custom EnvRunner (``benchmarks/train_throughput.py`` measures it against the per-game path) rather than a
+``VECTOR_ENTRY_POINT`` vector env behind `SingleAgentEnvRunner`: because that runner is single-agent (one module, every sub-env stepped
 by it at every step), so snapshots and bots would have to live inside the env, outside RLlib's
 weight sync, and every main seat of a game would need its own sub-env.
 """

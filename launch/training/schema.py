@@ -9,25 +9,26 @@ the value and what is allowed. Each algorithm's settings class checks itself
 named one, and the checks that link settings), so an algorithm brings its
 checks with it.
 
-Groups (``conf/<group>/<choice>.yaml``):
+Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.py`` holds to the ``conf/`` tree
+(every group and every choice listed here, no other):
 
-==========  ================================  =========================================
-group       schema                            choices
-==========  ================================  =========================================
-variant     `VariantConfig` (= Rules)          classic, pyludo, quick, ucsd
-obs         `ObsConfig`                       egocentric, seed000_raw62, seed000_enc128, seed001_flags60
-reward      `RewardSchema` (= RewardConfig) sparse, seed000_dense, potential
-network     `NetworkSchema` (= NetworkConfig)  mlp, seed000_qnet, seed001_ann, token_set
-algo        each algorithm's own settings     ppo, dqn (RLlib); ga, imitate (seed 001), td_lambda (seed 004)
-            (`launch.training.algorithms`)
-league      `LeagueConfig`                    pfsp, uniform, selfplay, alphastar
-resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
-budget      `BudgetConfig`                    minutes30, steps1m
-eval        `EvalConfig`                      panel
-checkpoint  `CheckpointConfig`                every10
-wandb       `WandbConfig`                     offline
-exp         (``# @package _global_`` bundles) dqn_selfplay, ppo_selfplay, smoke, ga_ann, imitate, td_lambda
-==========  ================================  =========================================
+| group | schema | choices |
+| --- | --- | --- |
+| variant | `VariantConfig` (= `ludo_env.rules.Rules`) | classic, pyludo, quick, ucsd |
+| obs | `ObsConfig` | afterstates, egocentric, seed000_enc128, seed000_raw62, seed001_flags60 |
+| reward | `RewardSchema` (= `ludo_env.rewards.RewardConfig`) | potential, seed000_dense, sparse |
+| network | `NetworkSchema` (= `policies.networks.NetworkConfig`) | mlp, seed000_qnet, seed001_ann, token_set |
+| algo | each algorithm's settings class (`launch.training.algorithms`) | dqn, ga, imitate, ppo, ppo_smoke, td_lambda |
+| league | `LeagueConfig` (= `policies.league.league.LeagueSettings`) | alphastar, pfsp, selfplay, uniform |
+| resources | `ResourcesConfig` | cluster_gpu, laptop, workstation |
+| budget | `BudgetConfig` | minutes30, steps1m, steps_capped |
+| wandb | `WandbConfig` | offline |
+| exp | (``# @package _global_`` bundles, added as ``+exp=<choice>``) | dqn_selfplay, ga_ann, imitate, ppo_selfplay, smoke, smoke_dqn, td_lambda |
+
+`sampler` (`SamplerConfig`), `eval` (`EvalConfig`) and `checkpoint` (`CheckpointConfig`) have no ``conf/`` group:
+their keys are set one by one (``eval.games=2000``). Hydra's own ``hydra/launcher`` group (``conf/hydra/launcher``:
+slurm) runs ``-m`` sweeps as SLURM jobs. Every key of every group, with its default and what it means, is on the
+docs site's train reference, generated from this module and ``conf/``.
 """
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ NetworkSchema = _editable_copy(NetworkConfig, "NetworkSchema")
 @dataclass
 class ObsConfig:
     name: str = "egocentric"
-    """Observation encoder (ludo_env.observations): egocentric, seed000_raw62, seed000_enc128, seed001_flags60."""
+    """Observation encoder (`ludo_env.observations.REGISTRY`): afterstates, egocentric, seed000_enc128, seed000_raw62,
+    seed001_flags60."""
 
 
 LeagueConfig = _editable_copy(LeagueSettings, "LeagueConfig", exclude=("players", "with_main"))
@@ -124,7 +126,8 @@ class SamplerConfig:
     """batched (B games per EnvRunner in the numba engine, one forward pass per agent per step) or per_game
     (RLlib steps one-game envs; the pre-batched path, kept for comparison: benchmarks/train_throughput.py)."""
     games: int = 256
-    """batched: games each EnvRunner plays at once (B); see docs/training.md for the measurement."""
+    """batched: games each EnvRunner plays at once (B): enough rows for the forward passes to be matrix work; larger
+    only costs memory (docs/pages/concepts/training.md, "Defaults and why")."""
     prefetch: bool = True
     """batched, remote EnvRunners: play the next sample while the learner trains on this one, so an iteration
     takes the longer of the two rather than their sum. The sample the learner gets was then played by the

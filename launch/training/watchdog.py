@@ -2,7 +2,7 @@
 
 ``ray.init()`` starts a local cluster as the driver's children: the GCS, the raylet (both die with the driver)
 and, under the raylet, Ray's DashboardAgent and RuntimeEnvAgent, which do not: after a ``kill -9`` of the driver
-they keep retrying a GCS that is gone for minutes (measured: both still alive 20 s and 82 s later), holding
+they keep retrying a GCS that is gone for minutes, holding
 memory and CPU a next run needs. ``include_dashboard=False`` does not stop them; Ray starts both agents on
 every node.
 

@@ -127,7 +127,7 @@ def play_random(states: np.ndarray, tab: np.ndarray, rng: np.ndarray, max_plies:
     `max_plies` rolls is left as it is (``state[OVER] == 0``): truncated.
     `specialised` plays with a kernel compiled for this one rules table
     (`specialised_play_random`): the same games, about a fifth faster, after a
-    compilation of about 10-14 s (a quiet core) the first time a machine meets the table.
+    compilation of its own the first time a machine meets the table.
     """
     moves = np.zeros(states.shape[0], dtype=np.int64)
     mask = np.zeros(MAX_TOKENS, dtype=np.int8)
@@ -163,8 +163,8 @@ def specialised_play_random(tab: np.ndarray):
     The generic kernels read every rule from `tab` at run time. Numba bakes an
     array that a function closes over into the machine code as a constant, so
     here LLVM folds each ``tab[R_...]`` read and drops the branches of rules
-    that are off: 68k against 82k games/s (pyludo, random moves, one core).
-    The price is a compilation of about 10-14 s per table. Numba's on-disk cache
+    that are off: about a fifth faster on random-move games.
+    The price is a compilation per table. Numba's on-disk cache
     (`jit`) keys a closure by the values it captures, so that is paid once per
     machine and table, and a cached kernel can only ever be the one for these
     rules.

@@ -2,23 +2,21 @@
 
 Why. The per-move kernels are inlined into their callers (`ludo_env.engine.jit`), and
 compiling one top-level kernel (``play_random``, ``step_batch``, a bot's ``choose_batch``)
-cost 27-50 s in a fresh process (several measurements on this machine). A profile of
-``play_random``'s first call (pyludo, 2026-11-26) put three quarters of that in numba's
-``InlineWorker.inline_ir``, in
-``copy.deepcopy`` of the callee's IR: 126 inlined calls, 28 million ``deepcopy`` calls.
+took tens of seconds in a fresh process. A profile of ``play_random``'s first call put most
+of that in numba's ``InlineWorker.inline_ir``, in ``copy.deepcopy`` of the callee's IR: over
+a hundred inlined calls, tens of millions of ``deepcopy`` calls.
 numba deep-copies the callee block by block, each with its own memo, and every ``Var``
 copies the ``Scope`` it belongs to, which holds every variable of the function. So each
 block carries a full copy of the scope, and the work grows with blocks × variables, which
-nested inlining makes large. This is numba's known inlining cost (numba issue 8989;
-numba-cuda issue 688 proposes related fixes).
+nested inlining makes large. This is numba's known inlining cost (numba/numba#8989;
+NVIDIA/numba-cuda#688 proposes related fixes).
 
 What. While ``inline_ir`` copies a callee, all of that copy's blocks share one copy of its
 scope, as the blocks of a function that was never inlined share theirs. Everything else
 numba does is untouched: the same passes and the same renaming, and the kernels compute
 the same (see Safety).
 ``python benchmarks/compile_time.py`` times first calls with an empty cache both ways, side
-by side in fresh processes (2-core machine, pyludo, medians of 2): ``play_random`` 26.9 s →
-10.5 s, the specialised kernel 28.9 s → 10.1 s, ``step_batch`` 15.0 s → 7.8 s; 2.5× in all.
+by side in fresh processes (its figures: docs/pages/results/, engine speed).
 
 Safety. ``install`` only patches a numba whose internals are the ones read here (checked by
 name and signature); on any other version numba is left as it is and compiles at its own

@@ -3,12 +3,12 @@
 `kernel` is numba's ``njit`` with the runtime's reference counting switched off
 (``_nrt=False``). The kernels only read and write arrays they are given, never
 allocate, and with reference counting on, every array handed between kernels
-costs atomic increments and decrements: measured at 23 ns against 5 ns for one
-legal-move check, and half the engine's time. Kernels that must allocate are
+costs atomic increments and decrements, several times the cost of a legal-move
+check and about half the engine's time. Kernels that must allocate are
 plain `jit` wrappers around these. ``error_model="numpy"`` drops Python's
 zero-division checks from the integer arithmetic.
 
-Cache. Compiling every kernel costs a fresh process 30-60 s (each Ray worker,
+Cache. Compiling every kernel costs a fresh process tens of seconds (each Ray worker,
 each test run, each command). Numba's on-disk cache would save that, but it
 only notices a change in the file of the function it compiled, not in a kernel
 it calls from another file: a cached batch kernel once kept running an old

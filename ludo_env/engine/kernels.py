@@ -116,8 +116,8 @@ def count_on(state, tab, seat, square):
 def opponents_on(state, tab, seat, square):
     """Number of tokens of seats other than `seat` on a board square."""
     # Every move asks this of the square it lands on. Counting every seat and masking the mover's own
-    # count, with the seats' progress on the square adjacent in the table, has no branch to mispredict:
-    # 8 ns a call on mid-game pyludo positions, against 18.7 ns with a branch per seat (one core).
+    # count, with the seats' progress on the square adjacent in the table, has no branch to mispredict, and
+    # runs in less than half the time of a branch per seat (docs/pages/results/, engine speed).
     row = tab[R_ON_SQUARE_AT] + square * MAX_PLAYERS
     count = 0
     for other in range(MAX_PLAYERS):
@@ -171,8 +171,8 @@ def legal_mask(state, tab, out):
     if tab[R_BLOCKADES]:
         return _legal_mask_walking(state, tab, out)
     # Without blockades a move's legality depends only on the token's own progress. Written without
-    # branches: a branch per token on random positions mispredicts often, and this test ran at
-    # 40 ns per position with `move_target` against 9 ns as flags (pyludo, one core).
+    # branches: a branch per token on random positions mispredicts often, and this test ran several times
+    # slower with `move_target` than as flags (docs/pages/results/, engine speed).
     seat = state[CURRENT]
     die = state[DIE]
     live = (die > 0) & (state[OVER] == 0)

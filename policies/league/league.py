@@ -283,8 +283,9 @@ class ExploiterRule:
 
 def eviction_candidates(members: Iterable[Member], role: str) -> list[Member]:
     """The active snapshots a new one of `role` may evict (module docstring, Snapshot rule): those of its own
-    role, else main's, else any. So a frozen exploiter leaves only for a newer one of its role: main's next
-    snapshot evicting it, lowest-rated, before main had trained against it (seen in an 8M-step run) cannot."""
+    role, else main's, else any. So a frozen exploiter leaves only for a newer one of its role: a frozen exploiter
+    is often the lowest-rated member, and main's next snapshot must not evict it before main has trained against
+    it."""
     members = list(members)
     return ([m for m in members if m.role == role] or [m for m in members if m.role == MAIN] or members)
 

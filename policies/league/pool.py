@@ -20,7 +20,7 @@ member name; they answer through `policies.players`.
 Each episode's seats are drawn by the `Matchmaker`. With exploiters, a game first draws its *learner*: a main
 exploiter with chance ``main_exploiter_share`` (one of them, uniformly), a league exploiter with chance
 ``league_exploiter_share``, else ``main``; without exploiters nothing is drawn for it, so a league without
-roles seats exactly as before they existed. The learner takes one seat (chosen at random). A main exploiter's
+roles uses its random stream for the seats alone. The learner takes one seat (chosen at random). A main exploiter's
 other seats are the current ``main``, or one of main's own snapshots with weight
 ``main_exploiter_snapshot_weight``; a league exploiter's are drawn like main's opponents, below. In a main game
 one seat (chosen at random) is always ``main``, so every episode trains it; every other seat is
@@ -148,7 +148,7 @@ class Matchmaker:
             if not modules:
                 if what != "external":  # nobody to play the share yet: main plays it
                     weights[MAIN] += share
-                continue  # a league without externals draws as it did before they could sit
+                continue  # an empty external share is left out, so the other shares keep their proportions
             for module, priority in zip(modules, priorities):
                 weights[module] = share * priority / sum(priorities)
         total = sum(weights.values())

@@ -55,7 +55,7 @@ LEAGUE_TAU = 0.0
 MAIN_DRIFT = 1.0
 """Sigma added (in quadrature) to main's rating before each league round: main trains between rounds. Late in
 a run main's mu moves by less than 1 a round; a larger drift would only add noise to its rating, a smaller one
-would leave main's rating behind while it is learning fast (docs/league.md)."""
+would leave main's rating behind while it is learning fast (docs/pages/concepts/league.md)."""
 CLEARLY_AHEAD_Z = 1.96
 """A rating's interval is mu +- this many sigma (95%); one is clearly ahead of another when its interval is
 wholly above. Stricter than a test of the difference (1.96 times the sigma of the difference): a league compares

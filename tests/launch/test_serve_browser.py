@@ -2,8 +2,8 @@
 an agent that fails replaced with the page saying so, the replay viewer.
 
 Chromium and selenium come as for the leaderboard's browser test (its installers are reused); without them
-the tests skip. Set ``SERVE_SCREENSHOT=<png path>`` to keep the play page's screenshot (the README's
-``docs/serve.png`` is made this way).
+the tests skip. Set ``SERVE_SCREENSHOT=<png path>`` to keep the play page's screenshot (the README's and the
+docs' ``docs/pages/images/serve.png`` is made this way).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package
 the `browser` fixture installs them when it can (root with apt-get, pip) and
 skips otherwise. Selenium is given the driver's path, so its selenium-manager
 never downloads a browser. Set ``LEADERBOARD_SCREENSHOT=<png path>`` to keep
-the screenshot (the README's ``docs/leaderboard.png`` is made this way).
+the screenshot (the docs' ``docs/pages/images/leaderboard.png`` is made this way).
 """
 from __future__ import annotations
 

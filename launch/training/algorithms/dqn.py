@@ -34,8 +34,8 @@ class DQNSettings(RLlibSettings):
     """Atoms of a distributional Q head (C51, Bellemare et al. 2017): each action's return is a categorical
     distribution on `num_atoms` evenly spaced values from `v_min` to `v_max`, trained by cross-entropy to the
     projected n-step target; 1: Q-values are expectations trained by `td_error_loss`. At most 256: RLlib's
-    projection holds a batch x atoms x atoms one-hot. On classic it learned far slower than expected Q-values
-    (docs/training.md)."""
+    projection holds a batch x atoms x atoms one-hot. Off by default: on classic it learned far slower than
+    expected Q-values (docs/pages/results/)."""
     v_min: float = -2.0
     """Lowest return the distributional head can represent (num_atoms > 1). With the potential reward a return
     is the end pay (win 1, loss -1/3 at 4 players) minus the seat's progress lead (within [-1, 1])."""
@@ -46,14 +46,13 @@ class DQNSettings(RLlibSettings):
     advantage_learning: float = 0.97
     """alpha of the advantage-learning operator (Bellemare et al. 2016; launch/training/dqn_learner.py): the target of
     Q(s, a) loses alpha * (max_b Q'(s, b) - Q'(s, a)), which widens the gaps between actions by 1 / (1 - alpha)
-    and keeps the greedy policy; 0: RLlib's own loss. Classic runs' last policies against 3 random and
-    3 hybrid: at 0.97 (four runs), 81.8-84.2% and 43.8-44.9%; at 0.9 (four), 82.5-84.1% and 43.2-44.8%;
-    twelve without it, 78.0-83.5% and 39.0-43.9% (docs/training.md)."""
+    and keeps the greedy policy; 0: RLlib's own loss. On by default because Ludo's greedy token is decided by
+    small gaps between Q-values; why 0.97: docs/pages/concepts/training.md, "Defaults and why"."""
     target_network_update_freq: int = 4000
     """Sampled env steps between target-network updates (seed 000: a target network). RLlib checks it after each
     update against the env steps sampled so far, which the batched sampler advances once per sample (16 decisions
-    for each of ``sampler.games`` games): at the defaults that is a sync every 8 updates; 32768 (every 64 updates)
-    did not train a stronger policy (docs/training.md)."""
+    for each of ``sampler.games`` games): at the defaults that is a sync every 8 updates; a sync every 64 updates
+    did not train a stronger policy (docs/pages/results/)."""
     tau: float = 1.0
     """Target update mix; 1.0 copies."""
     replay: str = "prioritized"
@@ -131,9 +130,8 @@ def apply(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
     if batched:
         # Episodes are per main seat (single-agent chunks, continued across samples), so fragments are
         # safe and nothing sampled is dropped: every decision of main reaches the replay buffer. Sixteen
-        # decisions per game and call: a call costs about 0.1 s of shipping and Ray transfer whatever its
-        # size, so smaller calls make the runner wait on that (measured: 512 steps per call, 0.04 s to play,
-        # 0.1-0.27 s round trip).
+        # decisions per game and call: a call costs a fixed round trip of shipping and Ray transfer whatever
+        # its size, and smaller calls make the runner wait on it (docs/pages/results/, the training profiles).
         config.env_runners(batch_mode="truncate_episodes",
                            rollout_fragment_length=max(algo.rollout_fragment_length, 16 * cfg.sampler.games))
         # Its updates take the replay's numpy columns as they are, not episodes through the learner

@@ -36,10 +36,9 @@ Run folder (``cfg.run_dir``)::
     wandb/          the same rows (offline unless told otherwise)
 
 The fittest-so-far chromosome's fitness is the highest of many noisy
-250-game samples, so it overstates its strength (measured: a best sample of
-41.4 was a chromosome that wins 31.6% against Semi-Smart, below the network
-it started from); hence the selection at the end, and the final evaluation's
-games give the unbiased figure.
+250-game samples, so it overstates its strength (the luckiest sample can be
+a chromosome weaker than the network it started from); hence the selection at
+the end, and the final evaluation's games give the unbiased figure.
 
 Stopping: at ``algo.generations`` or ``budget.iterations`` generations (when
 set) or after ``budget.minutes`` of evolution over all starts, whichever

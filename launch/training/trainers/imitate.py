@@ -115,7 +115,7 @@ class Imitation(Trainer):
         self.legal = torch.from_numpy(decisions.legal.astype(bool))
         self.choice = self.legal.sum(dim=1) >= 2
         torch.manual_seed(self.seed)
-        torch.set_num_threads(1)  # a 60-6-4 network: more threads only add synchronisation (measured 6x slower)
+        torch.set_num_threads(1)  # a 60-6-4 network: more threads only add synchronisation
         self.model = network()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.cfg.algo.lr)
         self.t, self.v = torch.from_numpy(self.train_rows), torch.from_numpy(self.val_rows)

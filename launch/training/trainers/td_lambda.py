@@ -71,8 +71,8 @@ LEARNER = "learner.json"
 
 
 def train(cfg: TrainConfig, notes: Sequence[str] = ()) -> None:
-    # Small tensors: a second thread only spins against the other processes (measured 12x slower MLP steps
-    # on a loaded 2-core machine).
+    # Small tensors: a second thread only spins against the other processes, which makes MLP steps many times
+    # slower on a loaded machine.
     torch.set_num_threads(1)
     run(TDLambda(cfg), notes)
 
