@@ -103,6 +103,7 @@ from launch.cli import (
     check_integers,
     check_output,
     compose,
+    emit,
     fail,
 )
 
@@ -440,7 +441,10 @@ def _metadata(file_name, written, folder, kind, model_config, encoder, dim, name
 
 def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
-        print(__doc__)
+        try:
+            emit(__doc__)
+        except UserError as err:  # a stdout that cannot take it: one line
+            fail(err)
         return 0
     try:
         cfg = parse_args(argv)
