@@ -26,9 +26,10 @@ Arguments are key=value:
     every request, under the site's header; the page refreshes its data in
     place every 30 s, and plotly.js comes once, as a cached file. A game
     that a person played under a name (the play page's name field: 1-32
-    letters, digits, spaces, ``.``, ``_`` or ``-``) against league members
+    letters, digits, spaces, ``.``, ``_`` or ``-``; the name's first game
+    claims it for that browser, below) against league members
     only (a seed bot counts when the league has it as a bot member) is rated
-    when it ends: the person is member ``human:<name>``, of kind ``human``,
+    when it ends, within the limits below: the person is member ``human:<name>``, of kind ``human``,
     ranked with the agents and never picked by training; a game against any
     other opponent, or one whose agent was replaced, is not rated, and the
     game's end says so. Rating a first person migrates a schema 1 league.db
@@ -58,7 +59,8 @@ Arguments are key=value:
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
 
-What any visitor can store or rate is bounded (whole numbers; docs/security.md says why):
+What any visitor can store or rate is bounded (whole numbers; docs/security.md says what is protected and
+why):
 
 ``rated_per_name`` (default 20) and ``rated_per_address`` (default 60)
     Rated games one name, and one address (the browser's IP address), may

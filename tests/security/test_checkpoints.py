@@ -51,9 +51,10 @@ SWAP_AFTER_CHECK = """
 import runpy, sys
 from pathlib import Path
 import ray
+payload, target = Path(sys.argv[-2]), Path(sys.argv[-1])
 real_init = ray.init
 def init(*args, **kwargs):
-    Path(sys.argv[-1]).write_bytes(Path(sys.argv[-2]).read_bytes())
+    target.write_bytes(payload.read_bytes())
     print("swapped the checked algorithm state", flush=True)
     return real_init(*args, **kwargs)
 ray.init = init

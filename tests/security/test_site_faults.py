@@ -5,12 +5,14 @@ it was reloaded."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -37,13 +39,16 @@ def test_ctrl_c_while_serve_restores_games_is_one_line_and_130(tmp_path):
     server = subprocess.Popen([sys.executable, "launch/serve.py", "port=0", f"records={records}"], cwd=ROOT,
                               text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        line = server.stderr.readline()
+        said: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: said.put(server.stderr.readline()), daemon=True).start()
+        line = said.get(timeout=120)  # the server says it is restoring, before it serves
         assert line.startswith("restoring 500 unfinished games"), line
         time.sleep(0.5)
         server.send_signal(signal.SIGINT)
         out, err = server.communicate(timeout=60)
     finally:
         server.kill()
+    err = line + err
     lines = err.strip().splitlines()
     assert server.returncode == 130 and "Traceback" not in err, err[-3000:]
     assert lines[-1].startswith("interrupted: serve.py stopped before it served"), err[-3000:]
