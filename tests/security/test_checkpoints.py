@@ -5,7 +5,6 @@ left a run folder behind; a resume without its key made a new one and said the c
 the memory; Ctrl-C on a run exited 0."""
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess

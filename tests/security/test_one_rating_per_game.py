@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import time
 
 from fastapi.testclient import TestClient
 
