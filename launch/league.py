@@ -305,13 +305,13 @@ def main(argv: list[str]) -> None:
         panel = panel_player(league, rules, panel_games, seed)
         if command == "add":
             before = {m.id for m in league.store.members()}
-            with league.store.transaction():
-                for spec in specs:
-                    known = {m.id for m in league.store.members()}
-                    member = league.add_external(spec, options.get("name"))
-                    verb = "already in the league:" if member.id in known else "added"
-                    emit(f"{verb} {member.name} ({member.spec})")
             try:
+                with league.store.transaction():
+                    for spec in specs:
+                        known = {m.id for m in league.store.members()}
+                        member = league.add_external(spec, options.get("name"))
+                        verb = "already in the league:" if member.id in known else "added"
+                        emit(f"{verb} {member.name} ({member.spec})")
                 warn_dropped(league.fill_panels(panel))
             except KeyboardInterrupt:  # stopped before its panel: a member added now goes again, as if never added
                 with league.store.transaction():
