@@ -103,6 +103,7 @@ from launch.cli import (
     check_integers,
     check_output,
     compose,
+    emit,
     fail,
 )
 
@@ -391,7 +392,7 @@ def export_policy(ckpt: str | Path, fmt: str, out: str | Path, check: int = 1000
         written = (write_onnx if fmt == "onnx" else write_torchscript)(wrapper, dim, model_file)
         checked = 0
         if check:
-            rules = Rules.load(model_config["variant"], players=int(model_config["players"]))
+            rules = Rules.named(model_config["variant"], players=int(model_config["players"]))
             checked = check_export(load_exported(model_file, fmt), ModulePlayer(module), rules, check, seed)
         metadata = _metadata(out.name, written, folder, kind, model_config, encoder, dim,
                              feature_names(encoder), fmt, {"positions": checked, "seed": seed})
@@ -440,7 +441,10 @@ def _metadata(file_name, written, folder, kind, model_config, encoder, dim, name
 
 def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
-        print(__doc__)
+        try:
+            emit(__doc__)
+        except UserError as err:  # a stdout that cannot take it: one line
+            fail(err)
         return 0
     try:
         cfg = parse_args(argv)

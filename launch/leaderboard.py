@@ -47,6 +47,7 @@ from launch.cli import (
     UserError,
     catch_interrupts,
     check_output,
+    emit,
     fail,
     options_only,
     parse_port,
@@ -191,11 +192,11 @@ def serve(board: Board, port: int) -> None:
 
 def main(argv: list[str]) -> None:
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
+        emit(__doc__)
         return
     args = parse(argv)
     board = Board(args["league"], args["out"])
-    print(f"leaderboard: {board.write()}", flush=True)
+    emit(f"leaderboard: {board.write()}")
     if args["serve"]:
         serve(board, args["port"])
 

@@ -33,13 +33,23 @@ one transaction: a source that does not load leaves the league as it was.
 
 ``remove`` takes members by name (as ``show`` prints them) out of the
 league: one that never played a rated game is deleted; one that did is
-evicted, so its games stay in the others' history. A training run's main
-and snapshots are the run's to manage and are refused.
+evicted, so its games stay in the others' history. A person (``human:<name>``,
+rated from games on the browser site, `launch/serve.py`) is deleted with
+every game of theirs and their claim on the name, and every rating round
+from their first game on is rated again from the games that are left
+(`policies.league.league.remove_person`), so the agents' ratings are what
+they would be had the person never played. A training run's main and
+snapshots are the run's to manage and are refused.
+
+The ``human:`` prefix is reserved for people: ``add`` refuses a ``name=``
+that starts with it, so no agent can take a person's games.
 
 Errors a user can fix (a path with no policy, an unknown option or bot, too
 few members, a policy trained for another player count) print one line, exit
 with status 2 and write nothing. Ctrl-C stops within a second or two with one
-line and exit status 130; a round not finished records nothing.
+line and exit status 130; a round not finished records nothing, and an
+``add`` stopped before its members' panel games are played takes them out
+again.
 """
 from __future__ import annotations
 
@@ -59,6 +69,7 @@ from launch.cli import (
     catch_interrupts,
     check_integers,
     check_output,
+    emit,
     fail,
     one_line,
     stop_interrupted,
@@ -202,19 +213,38 @@ def standings(store) -> str:
 
 def remove_members(store, names: list[str]) -> None:
     """Every name is checked before any is removed; all go in one transaction."""
+    from policies.league.league import remove_person
+    from policies.league.store import HUMAN_KIND
+
     members = []
     for name in names:
         member = store.member(name)
         if member is None:
             known = ", ".join(m.name for m in store.members()) or "none"
             raise UserError(f"no member named {name!r} in {store.path}: members are {known}")
-        if member.kind not in ("external", "bot"):
+        if member.kind not in ("external", "bot", HUMAN_KIND):
             raise UserError(f"{name!r} is a training run's {member.kind}: the run manages it, remove refuses")
         members.append(member)
+    said = []
     with store.transaction():
         for member in members:
+            if member.kind == HUMAN_KIND:
+                games = remove_person(store, member)
+                said.append(f"removed: {member.name} and their {games} rated games; every rating from their first "
+                            "game on was computed again without them")
+                continue
             deleted = store.remove(member.id)
-            print(f"{'removed' if deleted else 'evicted (it played rated games, which stay)'}: {member.name}")
+            said.append(f"{'removed' if deleted else 'evicted (it played rated games, which stay)'}: {member.name}")
+    emit("\n".join(said))  # once committed: a stdout that fails cannot undo the removal
+
+
+def check_name(name: str | None) -> None:
+    """``name=`` of an agent: the ``human:`` prefix names people only, so a person's games go to no agent."""
+    from policies.league.store import HUMAN_PREFIX
+
+    if name is not None and name.startswith(HUMAN_PREFIX):
+        raise UserError(f"name={name!r} is not allowed: the {HUMAN_PREFIX!r} prefix is reserved for people rated on "
+                        "the site (launch/serve.py); choose another name")
 
 
 def unloadable(league, members, rules) -> set[int]:
@@ -249,16 +279,17 @@ def main(argv: list[str]) -> None:
         panel_games = integer(options, "panel_games", 1000, low=1, high=MAX_GAMES)
         if command == "show":
             with LeagueStore.open(options.get("league", DEFAULT_LEAGUE), create=False, read_only=True) as store:
-                print(standings(store))
+                emit(standings(store))
             return
         if "name" in options and len(sources) > 1:
             raise UserError("name= names a single source: add one at a time to name each")
+        check_name(options.get("name"))
         league_path = Path(options.get("league", DEFAULT_LEAGUE))
         check_output(league_path / DB_NAME if league_path.is_dir() else league_path, "league")
         if command == "remove":
             with LeagueStore.open(league_path, create=False) as store:
                 remove_members(store, sources)
-                print(standings(store))
+                emit(standings(store))
             return
         # every source loads, and fits the league's rules, before anything is written: a damaged one, or one
         # trained for another player count, leaves the league as it was; a bad option creates no database
@@ -273,13 +304,21 @@ def main(argv: list[str]) -> None:
         players = league.settings.players
         panel = panel_player(league, rules, panel_games, seed)
         if command == "add":
-            with league.store.transaction():
-                for spec in specs:
-                    known = {m.id for m in league.store.members()}
-                    member = league.add_external(spec, options.get("name"))
-                    verb = "already in the league:" if member.id in known else "added"
-                    print(f"{verb} {member.name} ({member.spec})")
-            warn_dropped(league.fill_panels(panel))
+            before = {m.id for m in league.store.members()}
+            try:
+                with league.store.transaction():
+                    for spec in specs:
+                        known = {m.id for m in league.store.members()}
+                        member = league.add_external(spec, options.get("name"))
+                        verb = "already in the league:" if member.id in known else "added"
+                        emit(f"{verb} {member.name} ({member.spec})")
+                warn_dropped(league.fill_panels(panel))
+            except KeyboardInterrupt:  # stopped before its panel: a member added now goes again, as if never added
+                with league.store.transaction():
+                    for member in league.store.members():
+                        if member.id not in before:
+                            league.store.remove(member.id)
+                raise
         elif command == "play":
             from tqdm import tqdm
 
@@ -298,7 +337,7 @@ def main(argv: list[str]) -> None:
                 result = league.rating_round(rules, seed, label="round robin", lineups=lineups,
                                              games_per_lineup=per_lineup, progress=lambda done, total: bar.update())
             print(f"round {result.round_id}: {result.games} rated games", file=sys.stderr)
-        print(standings(league.store))
+        emit(standings(league.store))
     except (LeagueStoreError, PolicyFileError, ValueError) as err:
         raise UserError(one_line(err)) from None
     except MemberFailed as err:  # a round stores its games only once all are played
@@ -312,4 +351,5 @@ if __name__ == "__main__":
     except UserError as err:
         fail(err)
     except KeyboardInterrupt:
-        stop_interrupted("league.py stopped; a round not finished records nothing")
+        stop_interrupted("league.py stopped; a round not finished records nothing, and an add not finished adds "
+                         "nothing")

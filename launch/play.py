@@ -77,6 +77,7 @@ from launch.cli import (
     check_seconds,
     check_variant_overrides,
     compose,
+    emit,
     fail,
     stop_interrupted,
 )
@@ -436,7 +437,10 @@ def make_table(cfg: PlayConfig) -> Table:
 
 def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
-        print(__doc__)
+        try:
+            emit(__doc__)
+        except UserError as err:  # a stdout that cannot take it: one line
+            fail(err)
         return 0
     from policies.players import PlayerError
     from policies.records import RecordError

@@ -26,9 +26,10 @@ Arguments are key=value:
     every request, under the site's header; the page refreshes its data in
     place every 30 s, and plotly.js comes once, as a cached file. A game
     that a person played under a name (the play page's name field: 1-32
-    letters, digits, spaces, ``.``, ``_`` or ``-``) against league members
+    letters, digits, spaces, ``.``, ``_`` or ``-``; the name's first game
+    claims it for that browser, below) against league members
     only (a seed bot counts when the league has it as a bot member) is rated
-    when it ends: the person is member ``human:<name>``, of kind ``human``,
+    when it ends, within the limits below: the person is member ``human:<name>``, of kind ``human``,
     ranked with the agents and never picked by training; a game against any
     other opponent, or one whose agent was replaced, is not rated, and the
     game's end says so. Rating a first person migrates a schema 1 league.db
@@ -58,6 +59,33 @@ Arguments are key=value:
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
 
+What any visitor can store or rate is bounded (whole numbers; docs/security.md says what is protected and
+why):
+
+``rated_per_name`` (default 20) and ``rated_per_address`` (default 60)
+    Rated games one name, and one address (the browser's IP address), may
+    have in an hour; a game past either is played and recorded, not rated,
+    and its end says so. Counted in the league, so they hold across restarts.
+``new_names`` (default 30)
+    Names that may be claimed in an hour. With a league, a name is claimed by
+    its first game: the server gives that browser a secret (kept in its
+    localStorage) that every later game under the name must bring, so no one
+    else plays rated games as that person. A new name past the cap is refused
+    (429).
+``games_per_browser`` (default 10), ``games_per_address`` (default 100) and ``games_total`` (default 2000)
+    Unfinished games kept (games.db) for one browser (its player token, or its
+    address), one address and the whole server. A new game past a cap
+    expires the oldest unfinished game under it that no one has played for
+    ``idle_minutes`` (default 60), or is refused with 429.
+
+One server at a time serves a records folder: it holds ``<records>/serve.lock``
+while it runs, and a second one on the same folder stops at once in one line
+(two would both restore the same games and rate them twice). A rated game is
+keyed by its id in the league, so a game played again after a failure is rated
+once. When games.db vanishes or cannot be written while the server runs, the
+log says so once and every game's page warns that its game is kept in memory
+only.
+
 Every open tab of a game follows the server: after any refused request it
 takes the game's view again, and while idle it polls the game's version
 (``GET /api/games/<id>/version``, its count of rolls and moves) every 1.5 s.
@@ -67,10 +95,12 @@ board, die, move and, for a learned agent this server loaded, its move
 probabilities or values; ``/league`` is the leaderboard. The browser sends
 only ids from the server's lists, never a spec or a path.
 
-A bad argument, an unknown opponent spec, a league folder that is not one or
-a port in use prints one line to stderr and exits 2. Ctrl-C (or SIGTERM)
-stops the server within a few seconds, even with a move in progress: it prints
-``stopped`` and exits 130 (143 for SIGTERM).
+A bad argument, an unknown opponent spec, a league folder that is not one, a
+records folder another server holds or a port in use prints one line to stderr
+and exits 2. Ctrl-C (or SIGTERM) stops the server within a few seconds, even
+with a move in progress: it prints ``stopped`` and exits 130 (143 for
+SIGTERM); before it serves (while it loads agents or restores games), Ctrl-C
+stops it in one line with 130.
 """
 from __future__ import annotations
 
@@ -84,17 +114,23 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, fail, options_only, parse_port
+from launch.cli import UserError, catch_interrupts, emit, fail, options_only, parse_port, stop_interrupted
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_RECORDS = "outputs/serve/records"
 DEFAULT_MOVE_SECONDS = 10  # launch.web.site.DEFAULT_MOVE_SECONDS, kept here so that --help imports no web stack
 STOP_SECONDS = 3  # for requests in flight after Ctrl-C; a move stuck in an agent is not waited for
+# launch.web.site.Limits' fields and defaults, kept here so that --help imports no web stack
+LIMITS = {"rated_per_name": 20, "rated_per_address": 60, "new_names": 30, "games_per_browser": 10,
+          "games_per_address": 100, "games_total": 2000, "idle_minutes": 60}
+MAX_LIMIT = 1_000_000
+LOCK_NAME = "serve.lock"
 OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "move_seconds": str(DEFAULT_MOVE_SECONDS),
-           "host": HOST, "port": str(DEFAULT_PORT)}
+           "host": HOST, "port": str(DEFAULT_PORT), **{key: str(value) for key, value in LIMITS.items()}}
 USAGE = ("python launch/serve.py [agents=[spec,...]] [league=<run folder>] [records=<folder>] [replays=[file,...]] "
-         "[move_seconds=<s>] [host=<address>] [port=<n>]")
+         "[move_seconds=<s>] [host=<address>] [port=<n>] [rated_per_name=<n>] [rated_per_address=<n>] "
+         "[new_names=<n>] [games_per_browser=<n>] [games_per_address=<n>] [games_total=<n>] [idle_minutes=<n>]")
 
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # as launch/play.py, for the same reason
 
@@ -117,7 +153,22 @@ def parse(argv: list[str]) -> dict[str, Any]:
     args["league"] = args["league"] or None
     args["port"] = parse_port(args["port"])
     args["move_seconds"] = parse_seconds(args["move_seconds"])
+    for key in LIMITS:
+        args[key] = parse_limit(key, args[key])
     return args
+
+
+def parse_limit(key: str, value: str) -> int:
+    """A limit of `LIMITS`: a whole number; 0 is allowed for the rated games and new names (none), not for the
+    caps on unfinished games, which must let a game be played."""
+    low = 0 if key in ("rated_per_name", "rated_per_address", "new_names", "idle_minutes") else 1
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= MAX_LIMIT:
+        raise UserError(f"{key}={value} is not allowed: give a whole number in {low}..{MAX_LIMIT}")
+    return number
 
 
 def parse_seconds(value: str) -> float | None:
@@ -137,7 +188,7 @@ def parse_seconds(value: str) -> float | None:
 def build_site(args: dict[str, Any]):
     """The site's opponents, records folder and league, every one checked now."""
     from launch.leaderboard import Board
-    from launch.web.site import Site
+    from launch.web.site import Limits, Site
     from policies.players import PlayerSpecError, bot_names
 
     # Loading a ckpt: agent, RLlib warns that its own catalog code uses a constructor it deprecates.
@@ -161,12 +212,44 @@ def build_site(args: dict[str, Any]):
         raise UserError(f"records={records}: cannot make the folder ({err.strerror})") from None
     if not os.access(records, os.W_OK):
         raise UserError(f"records={records}: the folder is not writable")
-    site = Site(records.resolve(), args["agents"], league, replays, move_seconds=args.get("move_seconds"))
+    hold_records_lock(records)
+    limits = Limits(**{key: args.get(key, default) for key, default in LIMITS.items()})
+    site = Site(records.resolve(), args["agents"], league, replays, move_seconds=args.get("move_seconds"),
+                limits=limits)
     try:
         site.load_agents()  # now: a bad spec is a start-up error, not a failed game later
     except PlayerSpecError as err:
         raise UserError(str(err)) from None
     return site
+
+
+_LOCK_FILES: list = []  # open for the process's life: the lock goes with the process, however it ends
+
+
+def hold_records_lock(records: Path) -> None:
+    """Take ``<records>/serve.lock`` (an exclusive flock, released by the system when this process ends, even
+    killed); held by another server, one line naming its pid."""
+    import fcntl
+
+    path = records / LOCK_NAME
+    try:
+        handle = open(path, "a+")
+    except OSError as err:
+        raise UserError(f"records={records}: cannot open its lock file {LOCK_NAME} ({err.strerror})") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip()[:20]
+        handle.close()
+        raise UserError(f"records={records}: another serve.py{f' (pid {holder})' if holder.isdigit() else ''} is "
+                        "serving this folder; two would restore the same games and rate them twice: stop it, or "
+                        "give another records=") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    _LOCK_FILES.append(handle)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -208,21 +291,22 @@ def warm_up() -> None:
 
 def main(argv: list[str]) -> None:
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
+        emit(__doc__)
         return
     args = parse(argv)
     site = build_site(args)
     sock = bind(args["host"], args["port"])
     import uvicorn
 
-    from launch.web.app import create_app
+    from launch.web.app import create_app, one_line_h11_protocol
 
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # restoring games is said as it happens
+    app = create_app(site)  # restores the unfinished games of games.db
     warm_up()
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    print(f"serving http://{shown}:{port}/ (Ctrl-C stops); records go to {site.records}", flush=True)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = uvicorn.Config(create_app(site), log_level="warning", access_log=False)
+    emit(f"serving http://{shown}:{port}/ (Ctrl-C stops); records go to {site.records}")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, http=one_line_h11_protocol())
     server = uvicorn.Server(config)
     code = serve_until_stopped(server, sock)
     # The real stdout: a py: bot's call still in flight has sys.stdout pointed at stderr (policies.players).
@@ -262,7 +346,10 @@ def serve_until_stopped(server, sock: socket.socket) -> int:
 
 
 if __name__ == "__main__":
+    catch_interrupts()  # Ctrl-C before serving (loading agents, restoring games): one line, not a traceback
     try:
         main(sys.argv[1:])
     except UserError as err:
         fail(err)
+    except KeyboardInterrupt:
+        stop_interrupted("serve.py stopped before it served; unfinished games stay in games.db")

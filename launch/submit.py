@@ -102,7 +102,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import UserError, fail, one_line  # noqa: E402
+from launch.cli import UserError, emit, fail, one_line  # noqa: E402
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 SUBCOMMANDS = ("status", "logs", "stop")
@@ -422,7 +422,7 @@ def submit(req: Request, cluster: Cluster) -> int:
 def main(argv: list[str] | None = None) -> int:
     req = parse_args(sys.argv[1:] if argv is None else argv)
     if req.command == "help":
-        print(__doc__)
+        emit(__doc__)
         return 0
     if req.command == "submit":
         validate(req.overrides)  # before any network: a typo costs no upload

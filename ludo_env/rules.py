@@ -192,6 +192,17 @@ class Rules:
                 data[f.name] = _coerce(f.name, f.type, data[f.name])
         return cls(**data)
 
+    @classmethod
+    def named(cls, name: Any, **overrides: Any) -> "Rules":
+        """Rules of a variant *name* from conf/variant, plus overrides: what a file or a request names is data,
+        never a path, so anything but one of `available_variants` is refused (unlike `load`, which also reads the
+        YAML file a user gives on the command line)."""
+        known = available_variants()
+        if not isinstance(name, str) or name not in known:
+            shown = repr(name) if len(repr(name)) <= 40 else repr(name)[:40] + "..."
+            raise RulesError(f"unknown variant {shown}: a variant is named by one of {', '.join(known)}")
+        return cls.load(name, **overrides)
+
     def replace(self, **changes: Any) -> "Rules":
         """A validated copy with some fields changed."""
         return Rules.load(dataclasses.asdict(self), **changes)

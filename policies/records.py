@@ -60,7 +60,7 @@ class RecordError(ValueError):
 def rule_changes(rules: Rules) -> dict[str, Any]:
     """The fields of `rules` that differ from its named variant's (all of them for a variant not in conf/)."""
     try:
-        named = Rules.load(rules.name, players=rules.players).to_dict()
+        named = Rules.named(rules.name, players=rules.players).to_dict()
     except RulesError:
         return rules.to_dict()
     return {k: v for k, v in rules.to_dict().items() if named[k] != v}
@@ -168,6 +168,12 @@ def _checked(record: Any) -> dict[str, Any]:
         raise ValueError("legal is not four 0/1 with at least one 1")
     if not (isinstance(chosen, int) and 0 <= chosen < MAX_TOKENS and legal[chosen]):
         raise ValueError(f"chosen={chosen!r} is not a legal token")
+    if not isinstance(record["variant"], str):
+        raise ValueError("variant is not a variant's name")
+    if not isinstance(record["rules"], dict):
+        raise ValueError("rules is not a mapping of rule fields")
+    if isinstance(record["players"], bool) or not isinstance(record["players"], int):
+        raise ValueError("players is not an integer")
     if state[CURRENT] != record["seat"] or state[DIE] != record["die"]:
         raise ValueError("seat or die disagrees with the state")
     return record
@@ -185,8 +191,10 @@ def load_decisions(paths: Sequence[str | Path]) -> Decisions:
             if key not in rule_sets:
                 try:
                     changes = record["rules"]  # every field, with its name, for rules that are no file in conf/
+                    # A record is data: its variant is a name of conf/variant (or the rules come whole, as a
+                    # mapping), never a path to read.
                     rule_sets[key] = (Rules.load(changes) if "name" in changes else
-                                      Rules.load(record["variant"], players=record["players"], **changes))
+                                      Rules.named(record["variant"], players=record["players"], **changes))
                 except RulesError as err:
                     raise RecordError(f"{path}: rules of record {number}: {err}") from None
             games.append(f"{path}:{record['game']}")

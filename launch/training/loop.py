@@ -53,6 +53,7 @@ from launch.training.runs import (
     eval_suffix,
     panel_score,
     stop_on_sigterm,
+    stopped_status,
     write_json,
 )
 from ludo_env.rules import Rules
@@ -180,7 +181,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
         logger.finish()
         trainer.close()
         raise UserError(stopped_after(err, trainer, state, saved)) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print(f"\nstopped at {trainer.unit} {state.iteration}: saving {trainer.saves}", flush=True)
         state.elapsed_s = time.perf_counter() - started
         saved = trainer.save(state)
@@ -190,7 +191,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
             print(f"saved: {saved}", flush=True)
         logger.finish()
         trainer.close()
-        return
+        raise SystemExit(stopped_status(stop))  # saved; the status still says the run was stopped, not done
     if saved_at != state.iteration or saved is None:
         saved = trainer.save(state)
 

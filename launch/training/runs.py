@@ -35,13 +35,22 @@ with a per-user secret key, ``$XDG_CONFIG_HOME/ludo-league/checkpoint-key``
 (``~/.config/...``; `KEY_ENV` names another file, e.g. on a cluster's shared
 home or in tests), created with mode 0600 on first use. On a Ray cluster the
 driver writes the checkpoints, so the key on the driver's machine signs them.
-Before any pickle of a checkpoint is read, `verify_checkpoint` checks it: no
+A key file that others may read, or that another user owns, is refused in one
+line, as ssh refuses such a private key: whoever reads it can sign
+checkpoints this user's resume would then unpickle. A resume never makes a
+key: without one it says so, and names the file it looked for.
+
+Before any pickle of a checkpoint is read, `verified_copy` checks it: no
 signature, another key's, or files the signature does not cover is one line
 (`CheckpointNotTrusted`); a signed file whose contents changed since (a
 damaged disk, a truncated copy) makes the checkpoint damaged, and a resume
-falls back to the one before without reading it. A run folder written before
-checkpoints were signed resumes only with ``resume_trust_unsigned=true``,
-which signs the checkpoint it resumes from with this user's key.
+falls back to the one before without reading it. The check and the read are
+one: each file is copied into a private folder of this user's while its
+digest is taken, and the resume (the pickles' load check and RLlib's restore)
+reads only that copy, so a file replaced in the run folder after the check is
+never read. A run folder written before checkpoints were signed resumes only
+with ``resume_trust_unsigned=true``, which signs the checkpoint it resumes
+from with this user's key.
 """
 from __future__ import annotations
 
@@ -111,6 +120,9 @@ class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.checkpoints = self.path / CHECKPOINTS_DIR
+        self.verified: dict[Path, Path] = {}
+        """Checkpoint -> the private copy of its RLlib state that `check_algorithm_state` verified: what a resume
+        restores from."""
 
     def checkpoint_dirs(self) -> list[Path]:
         """Complete checkpoints, oldest first."""
@@ -158,14 +170,22 @@ class RunDir:
                 state = self.read_state(checkpoint)
                 check(checkpoint, state)
             except UserError:
+                self.forget_verified()
                 raise
             except Exception as err:  # any unreadable part: fall back to the one before
+                self.forget_verified()
                 problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
                 continue
             for problem in problems:
                 print(f"warning: {problem}; resuming from the older {checkpoint.name}", file=sys.stderr)
             return state, checkpoint
         raise UserError(f"resume={resume}: no checkpoint loads: {'; '.join(problems)}")
+
+    def forget_verified(self) -> None:
+        """Remove the verified copies (`verified`): once restored, or when their checkpoint is not resumed."""
+        for copy in self.verified.values():
+            shutil.rmtree(copy, ignore_errors=True)
+        self.verified.clear()
 
     @staticmethod
     def read_state(checkpoint: Path) -> RunState:
@@ -211,21 +231,21 @@ class RunDir:
             if len(kept) < len(rows):
                 write_text(file, "".join(f"{line}\n" for line in kept))
 
-    def check_algorithm_state(self, checkpoint: Path, trust_unsigned: bool = False) -> None:
-        """The checkpoint's RLlib state is this user's own and reads back.
+    def check_algorithm_state(self, checkpoint: Path, trust_unsigned: bool = False) -> Path:
+        """The checkpoint's RLlib state, this user's own, as a verified private copy that reads back: what a
+        resume restores from (`verified_copy`, kept in `verified` until `forget_verified`, and removed at exit).
 
-        First its signature (`verify_checkpoint`): one not written by this user's runs is `CheckpointNotTrusted`
-        (a `UserError`: nothing of it is read), unless `trust_unsigned` (``resume_trust_unsigned=true``), which
-        signs it now; a signed file changed since is `ValueError` (damaged). Only then is every pickle loaded,
-        this user's own, so a class that is gone is found before Ray starts; `ValueError` naming the first that
-        does not load."""
+        A checkpoint not written by this user's runs is `CheckpointNotTrusted` (a `UserError`: nothing of it is
+        read), unless `trust_unsigned` (``resume_trust_unsigned=true``), which signs it now; a signed file changed
+        since is `ValueError` (damaged). Only then is every pickle of the copy loaded, this user's own, so a class
+        that is gone is found before Ray starts; `ValueError` naming the first that does not load."""
         import pickle
 
         folder = self.algorithm_of(checkpoint)
         if not (folder / "rllib_checkpoint.json").is_file():
             raise ValueError("its algorithm/ folder is incomplete")
         try:
-            verify_checkpoint(checkpoint)
+            copy = verified_copy(checkpoint)
         except CheckpointNotTrusted as err:
             if not trust_unsigned:
                 raise
@@ -234,13 +254,26 @@ class RunDir:
             sign_checkpoint(checkpoint)
             print(f"note: resume_trust_unsigned=true: {checkpoint} ({err.reason}) is now signed with this user's "
                   f"key ({key_file()}) as you vouched for it", file=sys.stderr, flush=True)
-        for file in sorted(folder.rglob("*.pkl")):
-            try:
-                with open(file, "rb") as f:
-                    pickle.load(f)
-            except Exception as err:  # any way a pickle fails: truncated, garbage, a class that is gone
-                raise ValueError(f"{file.relative_to(checkpoint)} does not load: "
-                                 f"{type(err).__name__}: {str(err)[:80]}") from None
+            copy = verified_copy(checkpoint)
+        try:
+            for file in sorted(copy.rglob("*.pkl")):
+                try:
+                    with open(file, "rb") as f:
+                        state = pickle.load(f)
+                except Exception as err:  # any way a pickle fails: truncated, garbage, a class that is gone
+                    raise ValueError(f"{ALGORITHM_DIR}/{file.relative_to(copy)} does not load: "
+                                     f"{type(err).__name__}: {str(err)[:80]}") from None
+                if not isinstance(state, dict):  # every state file RLlib writes holds a dict
+                    raise ValueError(f"{ALGORITHM_DIR}/{file.relative_to(copy)} is not RLlib state (a "
+                                     f"{type(state).__name__}, not a dict)")
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise
+        import atexit
+
+        atexit.register(shutil.rmtree, copy, True)  # a run stopped before it restored leaves no copy behind
+        self.verified[checkpoint] = copy
+        return copy
 
     def policy_of(self, checkpoint: Path) -> Path:
         return checkpoint / POLICY_DIR
@@ -304,9 +337,12 @@ def key_file() -> Path:
 
 def checkpoint_key(create: bool = True) -> bytes | None:
     """This user's secret key (`key_file`); made on first use (`create`), 32 random bytes as hex, mode 0600, put in
-    place by one link so that two runs starting at once share one key. None when there is none and not `create`."""
+    place by one link so that two runs starting at once share one key. None when there is none and not `create`.
+    A key file that group or others may read or write, or that another user owns, is a `UserError` (as ssh
+    refuses such a private key)."""
     file = key_file()
     try:
+        _check_key_permissions(file)
         text = file.read_text().strip()
     except FileNotFoundError:
         if not create:
@@ -340,6 +376,18 @@ def checkpoint_key(create: bool = True) -> bytes | None:
         raise UserError(f"the checkpoint signing key '{file}' is damaged (not 32+ hex bytes): move it away to make a "
                         "new one; checkpoints it signed then resume only with resume_trust_unsigned=true")
     return key
+
+
+def _check_key_permissions(file: Path) -> None:
+    """`UserError` of one line unless only this user can read and write the key file; FileNotFoundError if none."""
+    status = file.stat()
+    if hasattr(os, "getuid") and status.st_uid != os.getuid():
+        raise UserError(f"the checkpoint signing key '{file}' belongs to another user (uid {status.st_uid}): use a "
+                        f"key file of your own ({KEY_ENV} names it)")
+    if status.st_mode & 0o077:
+        raise UserError(f"the checkpoint signing key '{file}' may be read by others (mode "
+                        f"{status.st_mode & 0o777:04o}): whoever reads it can sign checkpoints a resume unpickles; "
+                        f"run chmod 600 '{file}'")
 
 
 def _signed_files(checkpoint: Path) -> dict[str, str]:
@@ -379,15 +427,71 @@ def sign_checkpoint(checkpoint: Path) -> None:
 def verify_checkpoint(checkpoint: Path) -> None:
     """Reads no pickle. `CheckpointNotTrusted` when this user's runs did not write the checkpoint (no signature,
     another key's, a file under ``algorithm/`` the signature does not cover); `ValueError` (damaged) when a signed
-    file is gone or its contents changed since."""
-    where = f"checkpoint '{checkpoint}'"
+    file is gone or its contents changed since. It checks the files where they are: a resume reads them only
+    from `verified_copy`, which checks the bytes it copies."""
+    files = _trusted_digests(checkpoint)
+    on_disk = _signed_files(checkpoint)
+    _compare(files, on_disk, checkpoint)
 
+
+def verified_copy(checkpoint: Path) -> Path:
+    """The checkpoint's ``algorithm/`` copied into a new private folder (mode 0700, this user's temporary folder),
+    each file's SHA-256 taken from the very bytes written to the copy and checked against the signature as
+    `verify_checkpoint` checks them: what RLlib restores from, so that a file replaced in the run folder after
+    the check is never read. Same errors as `verify_checkpoint`; the caller removes the copy."""
+    import tempfile
+
+    files = _trusted_digests(checkpoint)
+    copy = Path(tempfile.mkdtemp(prefix="ludo-league-resume-"))  # 0700: no other user can swap a file in it
+    try:
+        source = checkpoint / ALGORITHM_DIR
+        on_disk = {}
+        for file in sorted(source.rglob("*")) if source.is_dir() else ():
+            if file.is_dir() and not file.is_symlink():
+                continue
+            name = file.relative_to(checkpoint).as_posix()
+            target = copy / file.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
+            try:
+                with open(file, "rb") as f, open(target, "xb") as out:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        digest.update(block)
+                        out.write(block)
+                on_disk[name] = digest.hexdigest()
+            except OSError as err:
+                on_disk[name] = f"unreadable: {err.strerror or err}"
+        _compare(files, on_disk, checkpoint)
+    except BaseException:
+        shutil.rmtree(copy, ignore_errors=True)
+        raise
+    return copy
+
+
+def _untrusted(checkpoint: Path, reason: str) -> CheckpointNotTrusted:
+    return CheckpointNotTrusted(
+        f"resume: checkpoint '{checkpoint}' was not written by this user's runs ({reason}); resume refuses pickles "
+        f"from elsewhere: its policy plays and exports without them (ckpt:{checkpoint / POLICY_DIR}, e.g. as "
+        f"league.external of a new run); if you wrote this run yourself before checkpoints were signed, or "
+        f"signed it with another key than {key_file()}, add resume_trust_unsigned=true", reason)
+
+
+def _compare(files: dict[str, str], on_disk: dict[str, str], checkpoint: Path) -> None:
+    extra = sorted(set(on_disk) - set(files))
+    if extra:
+        raise _untrusted(checkpoint, f"{extra[0]} is not covered by its signature")
+    for name, digest in files.items():
+        if name not in on_disk:
+            raise ValueError(f"{name} is missing")
+        if on_disk[name] != digest:
+            raise ValueError(f"{name} changed since it was written and signed")
+
+
+def _trusted_digests(checkpoint: Path) -> dict[str, str]:
+    """The file digests of the checkpoint's signature, once its HMAC is this user's key's (the signature file is
+    read once, and its digests are what the files are compared with)."""
     def refuse(reason: str) -> CheckpointNotTrusted:
-        return CheckpointNotTrusted(
-            f"resume: {where} was not written by this user's runs ({reason}); resume refuses pickles from "
-            f"elsewhere: its policy plays and exports without them (ckpt:{checkpoint / POLICY_DIR}, e.g. as "
-            f"league.external of a new run); if you wrote this run yourself before checkpoints were signed, or "
-            f"signed it with another key than {key_file()}, add resume_trust_unsigned=true", reason)
+        return _untrusted(checkpoint, reason)
 
     try:
         signature = json.loads((checkpoint / SIGNATURE).read_text())
@@ -402,18 +506,13 @@ def verify_checkpoint(checkpoint: Path) -> None:
         raise refuse(f"its {SIGNATURE} is not a {SIGNATURE_FORMAT} file")
     key = checkpoint_key(create=False)
     if key is None:
-        raise refuse(f"this machine has no signing key at {key_file()}")
+        raise CheckpointNotTrusted(
+            f"resume: this machine has no signing key at {key_file()}, so checkpoint '{checkpoint}' cannot be "
+            f"checked (a resume makes no key): put back the key file that signed the run, or set {KEY_ENV} to it; "
+            "if you wrote this run yourself and the key is lost, add resume_trust_unsigned=true", "no signing key")
     if not hmac.compare_digest(_mac(key, files), mac):
         raise refuse("its signature is not this user's key's")
-    on_disk = _signed_files(checkpoint)
-    extra = sorted(set(on_disk) - set(files))
-    if extra:
-        raise refuse(f"{extra[0]} is not covered by its signature")
-    for name, digest in files.items():
-        if name not in on_disk:
-            raise ValueError(f"{name} is missing")
-        if on_disk[name] != digest:
-            raise ValueError(f"{name} changed since it was written and signed")
+    return files
 
 
 RAY_SESSION = "ray_session.json"
@@ -622,9 +721,21 @@ def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[st
 
 
 # ---------------------------------------------------------------- pieces every trainer's loop shares
+class Terminated(KeyboardInterrupt):
+    """A scheduler's stop (SIGTERM), taking the Ctrl-C path; the exit status then says which it was."""
+
+
 def stop_on_sigterm(signum, frame) -> None:
     """SIGTERM handler: a scheduler's stop takes the Ctrl-C path, which saves before exiting."""
-    raise KeyboardInterrupt
+    raise Terminated
+
+
+def stopped_status(err: KeyboardInterrupt) -> int:
+    """The exit status of a run stopped by `err` once it has saved: 130 for Ctrl-C, 143 for SIGTERM, as a shell
+    reports a process those signals ended."""
+    import signal
+
+    return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
 
 
 def budget_spent(cfg: TrainConfig, state: RunState) -> bool:

@@ -319,7 +319,7 @@ def check_league(cfg: TrainConfig) -> None:
         raise ValueError(f"league.snapshot_win_rate={league.snapshot_win_rate!r} is not allowed: "
                          "give a share in (0, 1] or null")
     _at_least("league.snapshot_every", league.snapshot_every, 1)
-    _at_least("league.max_snapshots", league.max_snapshots, 0)
+    Range(0, MAX_SNAPSHOTS).check("league.max_snapshots", league.max_snapshots)
     _at_least("league.pfsp_rounds", league.pfsp_rounds, 1)
     _at_least("league.lineups", league.lineups, 1)
     _at_least("league.games_per_lineup", league.games_per_lineup, 1)
@@ -330,6 +330,9 @@ def check_league(cfg: TrainConfig) -> None:
     check_exploiters(cfg)
 
 
+MAX_SNAPSHOTS = 256
+"""Snapshot slots: each is an RLModule built with the algorithm, on the learner and every EnvRunner, so a count in
+the millions would fill the machine's memory before training starts."""
 MAX_EXPLOITERS = 64
 """Exploiters of one role: each is a trainable module on the learner and a forward pass per sampler step."""
 

@@ -18,7 +18,11 @@ which a tab polls (``GET /api/games/<id>/version``) to follow a game played in a
 finished game of a named person against league members only is rated there (`Site.rate`).
 
 Every refusal is a 4xx with one line of JSON, ``{"error": "..."}``; so is a
-malformed or unknown request. Nothing answers with a traceback.
+malformed or unknown request, a method a path does not take (405, with the
+``Allow`` header naming those it takes) and a request that is not valid HTTP,
+which the HTTP server itself refuses (`one_line_h11_protocol`). Nothing answers
+with a traceback. Answers are gzip-compressed for a browser that accepts it
+(plotly.js, the league page's 4.8 MB library, compressed once and kept).
 
 The browser is not trusted: it names things only by ids from the lists the
 server publishes (variants, opponents, games, record files), each looked up in
@@ -38,6 +42,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from launch.web import games, league, records
@@ -54,11 +59,35 @@ class OneLineJSON(JSONResponse):
         return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
-def one_line_error(status: int, message: str) -> JSONResponse:
+def one_line_error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return OneLineJSON({"error": one_line_text(message)}, status_code=status, headers=headers)
+
+
+def one_line_text(message: str) -> str:
     text = " ".join(str(message).split())
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[:MAX_ERROR_CHARS] + "..."
-    return OneLineJSON({"error": text}, status_code=status)
+    return text[:MAX_ERROR_CHARS] + "..." if len(text) > MAX_ERROR_CHARS else text
+
+
+def one_line_h11_protocol():
+    """uvicorn's h11 protocol, but a request that is not valid HTTP (a Content-Length that is not a number, a
+    broken header) is answered as the site answers every refusal, 400 with one line of JSON, not uvicorn's
+    text/plain; `launch/serve.py` serves with it (``uvicorn.Config(http=...)``)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class OneLineH11Protocol(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            body = json.dumps({"error": one_line_text(f"the request is not valid HTTP ({msg.rstrip('.')}): check "
+                                                      "its request line and headers, Content-Length included")},
+                              ensure_ascii=True).encode("ascii")
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                       (b"connection", b"close")]
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                          h11.Data(data=body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event))
+            self.transport.close()
+
+    return OneLineH11Protocol
 
 
 class BodyLimit:
@@ -90,11 +119,25 @@ class BodyLimit:
         return await self.app(scope, limited, send)
 
 
+def allowed_methods(app: FastAPI, path: str) -> str:
+    """The methods the routes matching `path` take, for a 405's ``Allow`` (``GET, HEAD`` for a static file)."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    scope = {"type": "http", "path": path, "method": "GET", "root_path": ""}
+    for route in app.router.routes:
+        match, _ = route.matches(scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or {"GET", "HEAD"})
+    return ", ".join(sorted(methods)) or "GET"
+
+
 def create_app(site: Site) -> FastAPI:
     # The schema is not served (the site has no API docs to show); tests take it from app.openapi().
     app = FastAPI(title="ludo-league", docs_url=None, redoc_url=None, openapi_url=None,
                   default_response_class=OneLineJSON)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(GZipMiddleware, minimum_size=1000)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(Refused)
@@ -117,7 +160,9 @@ def create_app(site: Site) -> FastAPI:
             return one_line_error(404, f"no such page: {shown(request.url.path)}")
         if err.status_code == 405:
             method = request.method if request.method in HTTP_METHODS else shown(request.method, 10)
-            return one_line_error(405, f"{method} is not allowed on {shown(request.url.path)}")
+            allow = (err.headers or {}).get("Allow") or allowed_methods(app, request.url.path)
+            return one_line_error(405, f"{method} is not allowed on {shown(request.url.path)}: use {allow}",
+                                  headers={"Allow": allow})
         if err.status_code == 413:
             return one_line_error(413, f"the request body is over {MAX_BODY_BYTES} bytes")
         return one_line_error(err.status_code, str(err.detail))
@@ -129,7 +174,7 @@ def create_app(site: Site) -> FastAPI:
                   "".join(traceback.format_tb(err.__traceback__)).rstrip())
         return one_line_error(500, f"the server failed on this request ({type(err).__name__}); see its log")
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def play_page():
         return FileResponse(STATIC / "play.html", headers={"Cache-Control": "no-store"})
 

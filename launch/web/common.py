@@ -50,8 +50,10 @@ class Error(BaseModel):
 
 WHY = {400: "The body is not JSON that can be read", 404: "No such game, record file or game in it",
        409: "Not allowed now: not your turn, a token that cannot move, the game is over",
+       403: "A claimed name without the secret of the browser that claimed it",
        413: f"The body is over {MAX_BODY_BYTES} bytes", 422: "A malformed request, or a value not on the offered lists",
-       503: "The league cannot be read now"}
+       429: "Past a cap: unfinished games of a browser, an address or the server, or new names in an hour",
+       503: "The league cannot be read or written now"}
 
 
 def refusals(*codes: int) -> dict[int | str, dict[str, Any]]:

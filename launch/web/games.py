@@ -1,10 +1,24 @@
 """Games against agents: a new game, its view, the person's roll and move, the opponents' turns (``step``),
 the version a second tab polls, and a browser's unfinished games (``GET /api/saved``). Each game is a
 `Session`: an engine-checked `ludo_env.engine.Game` behind its own lock, kept in games.db until it ends, then
-recorded and, against league members, rated in the league."""
+recorded and, against league members, rated in the league.
+
+Rated play cannot be gamed by a visitor (`launch.web.site.Limits` holds the numbers):
+
+* a name is claimed by its first game (with a league): the server answers that game with a secret
+  (``name_token``), which the browser keeps and sends with every later game under the name; a game under a
+  claimed name without it is refused (403). Only the secret's SHA-256 is stored (the league's ``people``);
+* a game is rated only while its name and its address are under their rated games per hour; past a limit it is
+  played and recorded, not rated, and its end says so; new names past the hourly cap are refused (429);
+* a game is rated once: its id is the key of the league's ``site_games``, written in the rating's transaction,
+  so a game played again after a failure (its final move not kept in games.db) is not rated twice;
+* unfinished games are capped per browser, per address and in total; a new game past a cap expires the oldest
+  idle one under it, or is refused (429).
+"""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import secrets
@@ -15,7 +29,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from launch.play import (
@@ -38,9 +52,28 @@ HUMAN = "human"  # the recorded player of the person's decisions, as launch/play
 HUMAN_DIR = "human"
 MAX_GAMES = 500  # games held in memory; the oldest finished ones go first
 REPLACEMENT = "random"  # the bot that takes a failed agent's seat
-HUMAN_MEMBER_PREFIX = "human:"  # a named person's league member: human:<name>
 NAME_PATTERN = r"[A-Za-z0-9._-](?:[A-Za-z0-9 ._-]{0,30}[A-Za-z0-9._-])?"  # a person's name for the league
 PLAYER_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"  # the browser's player token (localStorage), for its games list
+NAME_TOKEN_PATTERN = r"^[A-Za-z0-9_-]{16,100}$"  # the secret of a claimed name (the browser's localStorage)
+HOUR = 3600.0
+
+
+def secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def address_hash(address: str | None) -> str | None:
+    """What the league and games.db keep of a browser's address: enough to count its games, not the address."""
+    return None if address is None else hashlib.sha256(f"ludo-league-address:{address}".encode()).hexdigest()[:32]
+
+
+def check_row_names(row: dict[str, Any]) -> None:
+    """A games.db row's name and player token follow the rules a new game's do: `ValueError` otherwise."""
+    name, player = row.get("name"), row.get("player")
+    if name is not None and not (isinstance(name, str) and re.fullmatch(NAME_PATTERN, name)):
+        raise ValueError(f"its name {shown(name)} is not allowed (1-32 letters, digits, spaces, '.', '_' or '-')")
+    if player is not None and not (isinstance(player, str) and re.fullmatch(PLAYER_PATTERN, player)):
+        raise ValueError(f"its player token {shown(player)} is not allowed")
 
 
 @functools.cache
@@ -109,12 +142,13 @@ class Session:
 
     def __init__(self, site: Site, rules, you: int, opponents: dict[int, Opponent], seed: int, *,
                  game_id: str | None = None, player: str | None = None, name: str | None = None,
-                 started: datetime | None = None):
+                 started: datetime | None = None, address: str | None = None):
         from ludo_env.engine import Game
 
         self.id = game_id or secrets.token_urlsafe(12)
         self.site, self.rules, self.you, self.seed = site, rules, you, seed
         self.player, self.name = player, name  # the browser's token (its games list) and the league name
+        self.address = address  # the hashed address that started it (`address_hash`), for the site's limits
         self.opponents = opponents
         self.players = {seat: site.player(o, seed + 1 + k, rules)
                         for k, (seat, o) in enumerate(sorted(opponents.items()))}
@@ -140,7 +174,7 @@ class Session:
         return {"id": self.id, "player": self.player, "name": self.name, "variant": self.rules.name,
                 "players": self.rules.players, "you": self.you, "seed": self.seed,
                 "opponents": {str(s): o.id for s, o in self.opponents.items()},
-                "started": self.started.isoformat(), "events": self.events}
+                "started": self.started.isoformat(), "events": self.events, "address": self.address}
 
     def persist(self) -> None:
         """The game's row in games.db as it is now (dropped once the game is over and recorded). A disk that
@@ -153,8 +187,8 @@ class Session:
                 shelf.drop(self.id)
             else:
                 shelf.put(self.row())
-        except Exception as err:  # noqa: BLE001 - sqlite3 or the disk; the game itself is fine
-            log.error("game %s could not be kept in games.db: %s", self.id, one_line(err))
+        except Exception:  # noqa: BLE001 - sqlite3 or the disk, said once by the shelf; the game itself is fine
+            pass
 
     @classmethod
     def restore(cls, site: Site, row: dict[str, Any]) -> Session:
@@ -163,6 +197,7 @@ class Session:
         bot from here on, and the game's notices say so. `ValueError` when the row cannot be replayed."""
         from ludo_env.rules import Rules
 
+        check_row_names(row)  # a row is data: the rules a new game's name and token follow hold on every restore
         offered = offered_variants()
         if row["variant"] not in offered:
             raise ValueError(f"variant {row['variant']!r} is not offered now")
@@ -175,7 +210,8 @@ class Session:
                 gone[seat] = opponent_id
                 opponents[seat] = Opponent(str(opponent_id), str(opponent_id)[:SHOWN_CHARS], "gone", REPLACEMENT)
         session = cls(site, rules, int(row["you"]), opponents, int(row["seed"]), game_id=row["id"],
-                      player=row["player"], name=row["name"], started=datetime.fromisoformat(row["started"]))
+                      player=row["player"], name=row["name"], started=datetime.fromisoformat(row["started"]),
+                      address=row.get("address"))
         for event in row["events"]:
             kind = event[0]
             if kind == "r":
@@ -362,30 +398,49 @@ class Session:
     def rate(self) -> str | None:
         """A finished game of a named person against league members, rated in the league: the person is member
         ``human:<name>`` (kind human), the game a match of its own rating round, every seat's openskill rating
-        updated from it. What came of it, for the page; None without a league. One short transaction: a training
-        run writes to the same database."""
+        updated from it. What came of it, for the page; None without a league. One short transaction, which also
+        checks the site's limits and keys the game by its id (module docstring): a training run writes to the same
+        database, and another server may rate there too."""
         if self.site.league is None:
             return None
-        from policies.league.ratings import rate_games
-        from policies.league.store import LeagueStore
+        from policies.league.league import HUMAN_ROUND, rate_round
+        from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, LeagueStore, LeagueStoreError
 
+        limits = self.site.limits
         try:
             seats = self.rating_members()
             if isinstance(seats, str):
                 return seats
-            name = f"{HUMAN_MEMBER_PREFIX}{self.name}"
+            name = f"{HUMAN_PREFIX}{self.name}"
             with self.site.rating_lock, LeagueStore.open(self.site.league.db_path, create=False) as store:
                 with store.transaction():
-                    person = store.ensure_member(name, kind="human", spec=HUMAN)
+                    if store.site_game(self.id) is not None:
+                        return "rated once already: a game counts once in the league"
+                    person = store.member(name)
+                    if person is not None and person.kind != HUMAN_KIND:
+                        return f"not rated: league member {name} is an agent's name, not a person's"
+                    since = time.time() - HOUR
+                    if store.site_games_since(since, person=name) >= limits.rated_per_name:
+                        return (f"not rated: {self.name} has had {limits.rated_per_name} rated games in the last "
+                                "hour, the most a name may have")
+                    if self.address is not None and \
+                            store.site_games_since(since, address=self.address) >= limits.rated_per_address:
+                        return (f"not rated: this address has had {limits.rated_per_address} rated games in the "
+                                "last hour, the most one address may have")
+                    person = store.ensure_member(name, kind=HUMAN_KIND, spec=HUMAN)
                     ids = [person.id if s == self.you else store.member(seats[s]).id
                            for s in range(self.rules.players)]
                     places = [int(p) for p in self.game.places]
-                    round_id = store.add_round(label="human", variant=self.rules.name)
+                    round_id = store.add_round(label=HUMAN_ROUND, variant=self.rules.name)
                     store.add_matches(round_id, self.rules.name, [(ids, places)])
                     current = {m: (store.member(m).mu, store.member(m).sigma) for m in ids}
-                    store.set_ratings(round_id, rate_games([(ids, places)], current))
+                    store.set_ratings(round_id, rate_round([(ids, places)], current, HUMAN_ROUND))
+                    store.add_site_game(self.id, name, self.address, round_id)
                     after = store.member(person.id)
             return f"rated in the league as {name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
+        except LeagueStoreError as err:
+            log.error("game %s could not be rated in the league: %s", self.id, one_line(err))
+            return f"not rated: {one_line(err)}"
         except Exception as err:  # noqa: BLE001 - the league is another process's file: the game is recorded
             log.error("game %s could not be rated in the league: %s", self.id, one_line(err))
             return "not rated: the league database could not be written now"
@@ -404,6 +459,7 @@ class Session:
             "order": finishing_order(game, [self.who(s) for s in range(rules.players)]) if game.over else None,
             "record": self.record, "board": board_geometry(rules), "notices": self.notices,
             "version": len(self.events), "name": self.name, "rated": self.rated,
+            "warning": self.site.storage_warning(),
         }
 
 
@@ -425,6 +481,9 @@ class NewGame(BaseModel):
     """The browser's own token (kept in its localStorage): GET /api/saved lists its unfinished games."""
     name: str | None = Field(None, max_length=200)
     """The person's name for the league: 1-32 letters, digits, spaces, '.', '_' or '-'."""
+    name_token: str | None = Field(None, pattern=NAME_TOKEN_PATTERN)
+    """The secret the server gave the browser that claimed the name (its first game's ``name_token``): needed for
+    every later game under the name, with a league."""
 
 
 class Move(BaseModel):
@@ -469,7 +528,10 @@ class GameTable:
         """The unfinished games of the last run, played on from where they were."""
         if self.site.shelf is None:
             return
-        restored = [self.restore(row) for row in self.site.shelf.rows()[-MAX_GAMES:]]
+        rows = self.site.shelf.rows(limit=MAX_GAMES)
+        if rows:
+            log.info("restoring %d unfinished games from %s", len(rows), self.site.shelf.path)
+        restored = [self.restore(row) for row in rows]
         if restored:
             log.info("restored %d unfinished games from %s", sum(g is not None for g in restored),
                      self.site.shelf.path)
@@ -496,15 +558,65 @@ class GameTable:
         with self._lock:
             found = self._games.get(game_id)
         if found is None and self.site.shelf is not None and len(game_id) <= SHOWN_CHARS:
-            # a game held out of memory by MAX_GAMES: back from games.db, looked up by its id alone
-            rows = [r for r in self.site.shelf.rows() if r["id"] == game_id]
-            if rows and self.restore(rows[0]) is not None:
+            # a game held out of memory by MAX_GAMES: back from games.db, looked up by its primary key
+            row = self.site.shelf.row(game_id)
+            if row is not None and self.restore(row) is not None:
                 with self._lock:
                     found = self._games.get(game_id)
         if found is None:
             raise Refused(404, f"no game {shown(game_id)} on this server: start a new game")
         found.touched = time.monotonic()
         return found
+
+    def forget(self, game_id: str) -> None:
+        with self._lock:
+            self._games.pop(game_id, None)
+
+    def unfinished(self, *, player: str | None = None, address: str | None = None) -> list[Session]:
+        """The unfinished games in memory, of `player` or from `address` (all without either)."""
+        with self._lock:
+            return [g for g in self._games.values() if not g.game.over
+                    and (player is None or g.player == player) and (address is None or g.address == address)]
+
+    def make_room(self, player: str | None, address: str | None) -> None:
+        """Room for one more unfinished game of this browser (`player`, else its address), from this address, and
+        on this server (`launch.web.site.Limits`): past a cap, the oldest game under it that no one has played for
+        ``idle_minutes`` is expired, else `Refused` 429."""
+        limits, shelf = self.site.limits, self.site.shelf
+        idle_since = time.time() - 60 * limits.idle_minutes
+        browser = {"player": player} if player is not None else {"address": address}
+        caps = [(browser, limits.games_per_browser, "this browser"),
+                ({"address": address}, limits.games_per_address, "this address"), ({}, limits.games_total, "this server")]
+        for where, cap, whose in caps:
+            if "address" in where and where["address"] is None:
+                continue
+            while self._count(where) >= cap:
+                oldest = self._oldest_idle(where, idle_since)
+                if oldest is None:
+                    raise Refused(429, f"{whose} has {cap} unfinished games, the most it may keep, and none has "
+                                       f"been idle for {limits.idle_minutes} minutes: finish or leave one first")
+                log.info("unfinished game %s expired: idle for over %d minutes, and %s is at its cap of %d",
+                         oldest, limits.idle_minutes, whose, cap)
+                if shelf is not None:
+                    try:
+                        shelf.drop(oldest)
+                    except Exception:  # noqa: BLE001 - said once by the shelf; memory is what counts then
+                        pass
+                self.forget(oldest)
+
+    def _count(self, where: dict[str, str]) -> int:
+        shelf = self.site.shelf
+        if shelf is not None and shelf.problem is None and not shelf.gone:
+            return shelf.count(**where)
+        return len(self.unfinished(**where))  # games.db cannot be trusted now: the games in memory
+
+    def _oldest_idle(self, where: dict[str, str], idle_since: float) -> str | None:
+        shelf = self.site.shelf
+        if shelf is not None and shelf.problem is None and not shelf.gone:
+            return shelf.oldest_idle(idle_since, **where)
+        idle = time.monotonic() - (time.time() - idle_since)
+        games = sorted(self.unfinished(**where), key=lambda g: g.touched)
+        return games[0].id if games and games[0].touched < idle else None
 
     def unfinished_of(self, player: str) -> list[Session]:
         """The unfinished games started with a browser's player token, newest first."""
@@ -514,6 +626,43 @@ class GameTable:
         return mine
 
 
+def claim_name(site: Site, name: str, secret: str | None, address: str | None) -> str | None:
+    """With a league, the person's right to play under `name`: its first game claims it (the new secret is
+    returned, to give the browser once), a later one must bring the secret (`Refused` 403 otherwise). Past the
+    site's new names per hour, a new name is `Refused` 429. Without a league a name rates nothing and claims
+    nothing (None)."""
+    if site.league is None:
+        return None
+    from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, LeagueStore
+
+    member_name = f"{HUMAN_PREFIX}{name}"
+    try:
+        with site.rating_lock, LeagueStore.open(site.league.db_path, create=False) as store:
+            with store.transaction():
+                claim = store.claim(member_name)
+                if claim is not None:
+                    if secret is None or not secrets.compare_digest(secret_hash(secret), claim["token"]):
+                        raise Refused(403, f"the name {shown(name)} is taken: it plays rated games only from the "
+                                           "browser that claimed it; play under another name, or without one")
+                    return None
+                member = store.member(member_name)
+                if member is not None and member.kind != HUMAN_KIND:
+                    raise Refused(403, f"the name {shown(name)} is a league agent's: play under another name")
+                cap = site.limits.new_names
+                if store.claims_since(time.time() - HOUR) >= cap:
+                    raise Refused(429, f"{cap} new names were claimed on this site in the last hour, the most it "
+                                       "allows: play under a name you have, or without one, or try later")
+                secret = secrets.token_urlsafe(24)
+                store.add_claim(member_name, secret_hash(secret), address)
+                return secret
+    except Refused:
+        raise
+    except Exception as err:  # noqa: BLE001 - the league is another process's file (locked, replaced)
+        log.error("name %s could not be claimed in the league: %s", shown(name), one_line(err))
+        raise Refused(503, "the league cannot be written now, so a name cannot be claimed: try again, or play "
+                           "without a name") from None
+
+
 def routes(site: Site) -> APIRouter:
     """The game API, over the site's games: those restored from games.db and those started from here on."""
     from ludo_env.rules import Rules, RulesError
@@ -521,14 +670,15 @@ def routes(site: Site) -> APIRouter:
     router = APIRouter()
     games = GameTable(site)
     games.restore_unfinished()
+    new_game_lock = threading.Lock()
 
     @router.get("/api/options")
     def options():
         return {"variants": variants(), "league": site.league is not None,
                 "opponents": [{"id": o.id, "label": o.label, "kind": o.kind} for o in site.opponents()]}
 
-    @router.post("/api/games", responses=refusals(400, 413, 422))
-    def new_game(body: NewGame):
+    @router.post("/api/games", responses=refusals(400, 403, 413, 422, 429, 503))
+    def new_game(body: NewGame, request: Request):
         offered = offered_variants()
         if body.variant not in offered:  # looked up before anything is loaded: a name is never a path
             raise Refused(422, f"variant {shown(body.variant)} is not offered: choose one of {', '.join(offered)}")
@@ -547,11 +697,18 @@ def routes(site: Site) -> APIRouter:
                                "'_' or '-', not starting or ending with a space")
         chosen = [site.opponent(o) for o in body.opponents]
         others = [s for s in range(rules.players) if s != body.seat]
-        game = Session(site, rules, body.seat, dict(zip(others, chosen)), secrets.randbelow(10**6),
-                       player=body.player, name=body.name)
-        games.keep(game)
-        game.persist()
-        return game.view()
+        address = address_hash(request.client.host if request.client else None)
+        with new_game_lock:  # the caps and the claim are checked and taken by one request at a time
+            games.make_room(body.player, address)
+            token = claim_name(site, body.name, body.name_token, address) if body.name is not None else None
+            game = Session(site, rules, body.seat, dict(zip(others, chosen)), secrets.randbelow(10**6),
+                           player=body.player, name=body.name, address=address)
+            games.keep(game)
+            game.persist()
+        view = game.view()
+        if token is not None:
+            view["name_token"] = token  # said once: the browser keeps it for every later game under the name
+        return view
 
     @router.get("/api/games/{game_id}/version", response_model=Version, responses=refusals(404, 422))
     def game_version(game_id: str):

@@ -4,7 +4,7 @@ every loaded agent shared by the games it plays in and timed on each move."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,33 @@ from launch.web.saved import GameShelf
 DEFAULT_MOVE_SECONDS = 10.0
 # An agent's first move also compiles its kernels (numba's cache can be cold, torch warms up): it gets longer.
 FIRST_MOVE_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What any visitor can store or rate (`launch/serve.py` settings of the same names). Rated games and new names
+    count over the last hour, in the league (so they hold across restarts, and for every server rating there);
+    unfinished games are the rows of games.db."""
+
+    rated_per_name: int = 20
+    """Rated games a name may have in an hour; a game past it is played and recorded, not rated."""
+    rated_per_address: int = 60
+    """Rated games an address (the browser's IP address) may have in an hour, whatever names it plays under."""
+    new_names: int = 30
+    """Names the site lets be claimed in an hour; a new name past it is refused (429) until the hour has passed."""
+    games_per_browser: int = 10
+    """Unfinished games of one browser (its player token, or its address when it sends none)."""
+    games_per_address: int = 100
+    """Unfinished games started from one address."""
+    games_total: int = 2000
+    """Unfinished games of the whole server."""
+    idle_minutes: int = 60
+    """A new game beyond a cap expires the oldest unfinished game under that cap when no one has played it for
+    this long; otherwise it is refused (429)."""
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
 
 
 @dataclass(frozen=True)
@@ -42,10 +69,12 @@ class Site:
     """What the server was started with: opponents, the records folder, the league and extra record files."""
 
     def __init__(self, records: Path, agents: list[str] | None = None, league=None,
-                 replays: list[Path] | None = None, move_seconds: float | None = DEFAULT_MOVE_SECONDS):
+                 replays: list[Path] | None = None, move_seconds: float | None = DEFAULT_MOVE_SECONDS,
+                 limits: Limits | None = None):
         from policies.players import bot_names
 
         self.records = records
+        self.limits = limits or Limits()
         self.league = league  # a launch.leaderboard.Board, or None
         self.replays = list(replays or [])
         self.move_seconds = move_seconds  # an agent's time for one move; None: no limit
@@ -64,6 +93,17 @@ class Site:
         except Exception as err:  # noqa: BLE001 - an unwritable folder: games are played, not kept
             log.error("unfinished games cannot be kept in %s: %s", records, one_line(err))
             self.shelf = None
+
+    def storage_warning(self) -> str | None:
+        """What every game's page says while unfinished games cannot be kept on disk (games.db gone or
+        unwritable), or None."""
+        if self.shelf is None:
+            return ("this server cannot keep unfinished games on disk: a game not finished before the server "
+                    "stops is lost")
+        if self.shelf.problem is not None:
+            return ("this server cannot keep unfinished games on disk now (games.db failed; see the server's log): "
+                    "a game not finished before the server stops is lost")
+        return None
 
     def league_members(self) -> list[Opponent]:
         """The league's active members, read afresh: a running training adds them as it goes. A database that

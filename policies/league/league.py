@@ -88,8 +88,9 @@ from policies.league.ratings import (
     head_to_head,
     pfsp_weight,
     rate_games,
+    start_rating,
 )
-from policies.league.store import LeagueStore, Member
+from policies.league.store import HUMAN_KIND, LeagueStore, Member
 
 MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
@@ -575,8 +576,8 @@ class League:
                                      seed + k))
             if progress is not None:
                 progress(k + 1, len(lineups))
-        ratings = rate_games(games, {m.id: (m.mu, m.sigma) for m in members}, tau=LEAGUE_TAU,
-                             changed={main.id: MAIN_DRIFT} if main is not None else None)
+        ratings = rate_round(games, {m.id: (m.mu, m.sigma) for m in members}, label,
+                             main.id if main is not None else None)
         with self.store.transaction():
             round_id = self.store.add_round(label, self.variant, iteration, env_steps)
             self.store.add_matches(round_id, self.variant, games)
@@ -688,3 +689,105 @@ def external_name(policy: Path) -> str:
 
 def safe_folder_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@-]", "_", name)
+
+
+# ---------------------------------------------------------------- how a round is rated, and rated again
+HUMAN_ROUND = "human"
+"""The label of a round that rates one game a person played on the browser site (`launch.web.games`)."""
+
+
+def rate_round(games, ratings: Mapping[int, tuple[float, float]], label: str,
+               main_id: int | None = None) -> dict[int, tuple[float, float]]:
+    """The ratings of every member in `ratings` after a round of `games`: the one rule for a round, used when it is
+    played and when the league is rated again (`remove_person`). A league round rates with `LEAGUE_TAU` and widens
+    main's sigma first (`main_id`, when main played); a person's game (`HUMAN_ROUND`) with openskill's own tau, as a
+    person changes as they play."""
+    if label == HUMAN_ROUND:
+        return rate_games(games, ratings)
+    return rate_games(games, ratings, tau=LEAGUE_TAU, changed={main_id: MAIN_DRIFT} if main_id is not None else None)
+
+
+def remove_person(store: LeagueStore, member: Member) -> int:
+    """Take person `member` (kind human) out of the league with every game of theirs, their claim on the site and
+    its rated-game records, and rate every round from their first game on again, in order, from the games that are
+    left: the agents' ratings become what they would have been had the person never played. One transaction;
+    returns how many of their games were removed.
+
+    A member's rating before the first of those rounds is its last in the rating history, or, when it had none
+    yet, what it joined with: openskill's start, and for a snapshot main's rating when it was frozen (as
+    `League.add_snapshot` gives it)."""
+    if member.kind != HUMAN_KIND:
+        raise ValueError(f"{member.name!r} is no person (kind {member.kind})")
+    db = store.db
+    with store.transaction():
+        theirs = [m for m in store.matches() if member.id in m.seats]
+        dropped = {m.id for m in theirs}
+        if theirs:
+            _rate_again(store, min(m.round_id for m in theirs), dropped, member.id)
+        for match_id in dropped:
+            db.execute("DELETE FROM matches WHERE id = ?", (match_id,))
+        emptied = [r["id"] for r in store.rounds()
+                   if not db.execute("SELECT 1 FROM matches WHERE round_id = ? LIMIT 1", (r["id"],)).fetchone()
+                   and r["id"] in {m.round_id for m in theirs}]
+        for round_id in emptied:  # a person's game is a round of its own: it goes with its ratings rows
+            db.execute("DELETE FROM ratings WHERE round_id = ?", (round_id,))
+            db.execute("DELETE FROM site_games WHERE round_id = ?", (round_id,))
+            db.execute("DELETE FROM rounds WHERE id = ?", (round_id,))
+        db.execute("DELETE FROM ratings WHERE member_id = ?", (member.id,))
+        db.execute("DELETE FROM site_games WHERE person = ?", (member.name,))
+        db.execute("DELETE FROM people WHERE name = ?", (member.name,))
+        db.execute("DELETE FROM members WHERE id = ?", (member.id,))
+    return len(theirs)
+
+
+def _rate_again(store: LeagueStore, first_round: int, dropped: set[int], person: int) -> None:
+    """Rate rounds `first_round` and later again without the matches `dropped` and member `person`; the rating
+    history rows of those rounds and the members' ratings are rewritten (`remove_person`)."""
+    db = store.db
+    members = {m.id: m for m in store.members()}
+    rows = [dict(r) for r in db.execute("SELECT id, member_id, round_id, mu, sigma FROM ratings ORDER BY id")]
+    later = [r for r in rows if r["round_id"] is not None and r["round_id"] >= first_round]
+    cut = min((r["id"] for r in later), default=None)
+    if cut is None:
+        return
+    current: dict[int, tuple[float, float]] = {}
+    for row in rows:
+        if row["id"] < cut:
+            current[row["member_id"]] = (row["mu"], row["sigma"])
+    main = next((m for m in members.values() if m.kind == "main"), None)
+    # main's rating over time, for a snapshot that joins later: (when, rating), the history before the cut first
+    main_over_time = [(0.0, start_rating())] + [
+        (r["created_at"], (r["mu"], r["sigma"])) for r in db.execute(
+            "SELECT created_at, mu, sigma FROM ratings WHERE member_id = ? AND id < ? ORDER BY id",
+            (main.id if main else -1, cut))]
+
+    def joined_with(member_id: int) -> tuple[float, float]:
+        member = members[member_id]
+        if member.kind == "snapshot":
+            return next(rating for when, rating in reversed(main_over_time) if when <= member.created_at)
+        return start_rating()
+
+    rounds = [r for r in store.rounds() if r["id"] >= first_round]
+    by_round: dict[int, list] = {}
+    for match in store.matches(since_round=first_round):
+        if match.id not in dropped:
+            by_round.setdefault(match.round_id, []).append((match.seats, match.places))
+    for round_ in rounds:
+        players = [r["member_id"] for r in later if r["round_id"] == round_["id"] and r["member_id"] != person
+                   and r["member_id"] in members]
+        games = by_round.get(round_["id"], [])
+        if not players or not games:
+            continue  # the person's own game: it goes whole
+        before = {p: current[p] if p in current else joined_with(p) for p in players}
+        main_id = main.id if main is not None and main.id in before and round_["label"] != HUMAN_ROUND else None
+        after = rate_round(games, before, round_["label"], main_id)
+        for member_id in players:
+            current[member_id] = after[member_id]
+            db.execute("UPDATE ratings SET mu = ?, sigma = ? WHERE round_id = ? AND member_id = ?",
+                       (*after[member_id], round_["id"], member_id))
+        if main_id is not None:
+            main_over_time.append((round_["created_at"], after[main_id]))
+    # every member rated from the first of those rounds on, one that played only the person's games included
+    for member_id in {r["member_id"] for r in later if r["member_id"] != person and r["member_id"] in members}:
+        rating = current[member_id] if member_id in current else joined_with(member_id)
+        db.execute("UPDATE members SET mu = ?, sigma = ? WHERE id = ?", (*rating, member_id))

@@ -33,6 +33,19 @@ Tables (schema version `SCHEMA_VERSION`, kept in ``meta``):
 ``ratings``
     Every member's ``mu`` and ``sigma`` after each round it played in: the
     rating history.
+``people``
+    The names people claimed on the browser site (`launch/serve.py`): the
+    member name (``human:<name>``), the SHA-256 of the secret the claiming
+    browser keeps, a hash of the address it claimed from, and when. Only a
+    browser holding the secret plays rated games under the name.
+``site_games``
+    Every game of the site that was rated, by the site's game id (its
+    primary key, so a game is rated once whatever fails after), with the
+    person, the hashed address and the round that holds its match: what the
+    site's per-name and per-address limits count.
+
+The two site tables are made in place when a database is opened for writing
+(older code ignores them, and a reader of an older database finds none).
 
 Durability: WAL journal mode, ``synchronous=FULL`` and one transaction per
 change (`transaction` groups several), so a ``kill -9`` at any moment leaves
@@ -59,6 +72,8 @@ MEMBER_KINDS = ("main", "snapshot", "bot", "external", "human")
 LEARNER_KINDS = ("main", "snapshot")
 """Kinds of member that have a role: the learner itself and its frozen copies."""
 HUMAN_KIND = "human"  # a person rated from their games on the browser site (launch/serve.py); never plays in training
+HUMAN_PREFIX = "human:"
+"""Every person's member name is ``human:<name>``, and only a person's: the prefix is reserved for kind human."""
 DB_NAME = "league.db"
 
 _SCHEMA = """
@@ -106,6 +121,22 @@ CREATE TABLE IF NOT EXISTS ratings (
 );
 CREATE INDEX IF NOT EXISTS matches_round ON matches (round_id);
 CREATE INDEX IF NOT EXISTS ratings_member ON ratings (member_id);
+CREATE TABLE IF NOT EXISTS people (
+    name TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    address TEXT,
+    claimed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS people_claimed ON people (claimed_at);
+CREATE TABLE IF NOT EXISTS site_games (
+    game TEXT PRIMARY KEY,
+    person TEXT NOT NULL,
+    address TEXT,
+    round_id INTEGER REFERENCES rounds (id),
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS site_games_person ON site_games (person, created_at);
+CREATE INDEX IF NOT EXISTS site_games_address ON site_games (address, created_at);
 """
 
 
@@ -188,7 +219,7 @@ class LeagueStore:
                 version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                 if version is None:
                     db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(version[0]) > SCHEMA_VERSION:
+                elif _schema_version(version[0], path) > SCHEMA_VERSION:
                     raise LeagueStoreError(
                         f"{path}: league schema {version[0]} is newer than this code's {SCHEMA_VERSION}"
                     )
@@ -213,7 +244,12 @@ class LeagueStore:
         except sqlite3.DatabaseError as err:
             db.close()
             raise LeagueStoreError(f"{path}: not a league database ({err})") from None
-        if version is None or int(version[0]) > SCHEMA_VERSION:
+        try:
+            too_new = version is None or _schema_version(version[0], path) > SCHEMA_VERSION
+        except LeagueStoreError:
+            db.close()
+            raise
+        if too_new:
             db.close()
             raise LeagueStoreError(f"{path}: not a league database of schema {SCHEMA_VERSION}")
         return cls(db, path)
@@ -281,6 +317,9 @@ class LeagueStore:
                 raise LeagueStoreError(f"member role {role!r} is not allowed: choose {', '.join(ROLES)}")
         elif role is not None:
             raise LeagueStoreError(f"a member of kind {kind} has no role, got {role!r}")
+        if (kind == HUMAN_KIND) != name.startswith(HUMAN_PREFIX):
+            raise LeagueStoreError(f"member name {name!r} is not allowed for kind {kind}: the {HUMAN_PREFIX!r} prefix "
+                                   "is reserved for people (kind human), and a person's name has it")
         if self.member(name) is not None:
             raise LeagueStoreError(f"the league already has a member named {name!r}")
         if mu is None or sigma is None:
@@ -295,8 +334,12 @@ class LeagueStore:
         return self.member(name)
 
     def ensure_member(self, name: str, kind: str, spec: str) -> Member:
-        """The member called `name`, added first if it is not there yet."""
-        return self.member(name) or self.add_member(name, kind, spec)
+        """The member called `name`, added first if it is not there yet; one of another kind is an error (a
+        person's games are never credited to an agent that took the name)."""
+        member = self.member(name)
+        if member is not None and member.kind != kind:
+            raise LeagueStoreError(f"league member {name!r} is of kind {member.kind}, not {kind}")
+        return member or self.add_member(name, kind, spec)
 
     def member(self, name_or_id: str | int) -> Member | None:
         column = "id" if isinstance(name_or_id, int) else "name"
@@ -338,6 +381,36 @@ class LeagueStore:
                 return False
             self.db.execute("DELETE FROM members WHERE id = ?", (member_id,))
             return True
+
+    # ------------------------------------------------------------------ the site's people and rated games
+    def claim(self, name: str) -> dict[str, Any] | None:
+        """The claim on person `name` (``human:<name>``): its token hash, address hash and time; None if none."""
+        row = self.db.execute("SELECT * FROM people WHERE name = ?", (name,)).fetchone()
+        return None if row is None else dict(row)
+
+    def add_claim(self, name: str, token_hash: str, address: str | None) -> None:
+        with self.transaction():
+            self.db.execute("INSERT INTO people (name, token, address, claimed_at) VALUES (?, ?, ?, ?)",
+                            (name, token_hash, address, time.time()))
+
+    def claims_since(self, since: float) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM people WHERE claimed_at >= ?", (since,)).fetchone()[0])
+
+    def site_game(self, game: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM site_games WHERE game = ?", (game,)).fetchone()
+        return None if row is None else dict(row)
+
+    def add_site_game(self, game: str, person: str, address: str | None, round_id: int) -> None:
+        """The site's game `game` as rated (its match in round `round_id`): a second insert of it fails."""
+        with self.transaction():
+            self.db.execute("INSERT INTO site_games (game, person, address, round_id, created_at) VALUES "
+                            "(?, ?, ?, ?, ?)", (game, person, address, round_id, time.time()))
+
+    def site_games_since(self, since: float, *, person: str | None = None, address: str | None = None) -> int:
+        """How many of the site's games were rated since `since`, of `person` or from `address`."""
+        column, value = ("person", person) if person is not None else ("address", address)
+        return int(self.db.execute(f"SELECT COUNT(*) FROM site_games WHERE {column} = ? AND created_at >= ?",
+                                   (value, since)).fetchone()[0])
 
     # ------------------------------------------------------------------ rounds and matches
     def add_round(self, label: str, variant: str, iteration: int | None = None,
@@ -412,7 +485,7 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.OperationalError:  # no meta table: a new database, made at the current schema
         return
-    if version is None or int(version[0]) >= SCHEMA_VERSION:
+    if version is None or _schema_version(version[0], path) >= SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -446,8 +519,22 @@ def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
     except sqlite3.DatabaseError as err:
         problems = [str(err)]
     if problems != ["ok"]:
-        raise LeagueStoreError(f"{path}: the league database is damaged (integrity_check: {problems[0]}); "
-                               "restore it from a copy or start a new league")
+        # SQLite lists one problem a line, after a heading: the first problem says enough, on one line
+        lines = [line for problem in problems for line in str(problem).splitlines()
+                 if line.strip() and not line.startswith("***")] or ["unknown damage"]
+        more = f" and {len(lines) - 1} more problems" if len(lines) > 1 else ""
+        raise LeagueStoreError(f"{path}: the league database is damaged (integrity_check: {lines[0].strip()[:160]}"
+                               f"{more}); restore it from a copy or start a new league")
+
+
+def _schema_version(value: Any, path: Path) -> int:
+    """The ``schema_version`` a database's meta holds, as a number; anything else is one line."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+        raise LeagueStoreError(f"{path}: not a league database (its schema_version is {shown}, not a number)") \
+            from None
 
 
 def _check_is_league(path: Path) -> None:

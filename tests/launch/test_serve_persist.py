@@ -94,6 +94,7 @@ def test_a_humans_rating_changes_after_a_recorded_game(tmp_path):
 
     view = client.post("/api/games", json={**QUICK, "players": 3, "opponents": ["league:main-3", "bot:random"],
                                            "name": "Ann B."}).json()
+    secret = view["name_token"]  # the name's first game claims it; the browser keeps the secret
     done = play_out(client, view)
     assert done["rated"].startswith("rated in the league as human:Ann B.")
     with LeagueStore.open(run / "league.db", create=False, read_only=True) as store:
@@ -107,7 +108,8 @@ def test_a_humans_rating_changes_after_a_recorded_game(tmp_path):
     assert "human:Ann B." in page and "kind-human" in page
 
     # against an opponent that is not a league member, or without a name, a game is not rated
-    view = client.post("/api/games", json={**QUICK, "opponents": ["bot:hybrid"], "name": "Ann B."}).json()
+    view = client.post("/api/games", json={**QUICK, "opponents": ["bot:hybrid"], "name": "Ann B.",
+                                           "name_token": secret}).json()
     assert "not a league member" in play_out(client, view)["rated"]
     view = client.post("/api/games", json={**QUICK, "opponents": ["bot:random"]}).json()
     assert play_out(client, view)["rated"] == "not rated: you gave no name"

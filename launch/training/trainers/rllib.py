@@ -102,7 +102,7 @@ class LeagueSelfPlay(Trainer):
         build.check_resources(cfg, ray.cluster_resources())  # a joined cluster too small is refused, not waited on
         self.algo = algo = algo_config.build_algo()
         if self.resumed is not None:
-            algo.restore_from_path(str(run.algorithm_of(self.resumed)))
+            restore(algo, run, self.resumed)
         else:
             self.init = start_from_policy(algo, cfg, evaluator)
         # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
@@ -219,9 +219,11 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
     a checkpoint's pickles are read only once its signature says this user's runs wrote it
     (`launch.training.runs.verify_checkpoint`; ``resume_trust_unsigned=true`` vouches for an unsigned one and signs it).
     """
-    checkpoint_key()  # the key that signs this run's checkpoints (made on first use): a problem stops it now
     if not cfg.resume:
+        checkpoint_key()  # the key that signs this run's checkpoints (made on first use): a problem stops it now
         return RunState(), None
+    # a resume makes no key: without one, its checkpoints cannot be checked, and the refusal says so
+    checkpoint_key(create=cfg.resume_trust_unsigned)
     if Path(cfg.resume).resolve() != run.path.resolve():
         raise UserError(f"resume={cfg.resume}: a resume writes into the run it resumes, and this command would write "
                         f"into {run.path}: drop run_dir= and hydra.run.dir=")
@@ -287,9 +289,28 @@ how its targets are formed): an ``init=`` policy may differ in these, and in not
 
 
 def check(cfg: TrainConfig) -> None:
-    """The trainer's own inputs, before a run folder exists and before Ray starts (`launch/train.py` calls it)."""
+    """The trainer's own inputs, before a run folder exists and before Ray starts (`launch/train.py` calls it):
+    ``init=``, and the key that signs the run's checkpoints, when there is one (an empty or damaged key file, or
+    one others may read, is refused before Hydra makes the run folder)."""
+    checkpoint_key(create=False)
     if not cfg.resume:  # a resume's checkpoint wins over init
         init_policy(cfg)
+
+
+def restore(algo, run: RunDir, checkpoint: Path) -> None:
+    """RLlib's state of `checkpoint`, read from the private copy that was verified before Ray started
+    (`launch.training.runs.RunDir.check_algorithm_state`), never from the run folder again. State RLlib cannot
+    restore (a checkpoint vouched for with ``resume_trust_unsigned=true`` that is not RLlib's) is one line."""
+    copy = run.verified.get(checkpoint)
+    if copy is None:
+        copy = run.check_algorithm_state(checkpoint)
+    try:
+        algo.restore_from_path(str(copy))
+    except Exception as err:  # noqa: BLE001 - RLlib's own errors, for state that is not what it wrote
+        raise UserError(f"resume: {checkpoint} could not be restored ({one_line(err)[:200]}): resume from "
+                        "another checkpoint of the run, or start a new run") from None
+    finally:
+        run.forget_verified()
 
 
 def init_policy(cfg: TrainConfig) -> Path | None:

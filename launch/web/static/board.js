@@ -189,13 +189,50 @@ function drawDie(svg, value, colour) {
   svg.setAttribute("data-value", DIE_PIPS[value] ? value : 0);
 }
 
+// When the server cannot be reached (stopped, restarting, the network gone), the page says so in one banner and
+// asks again every RECONNECT_MS; once the server answers the banner goes by itself, and the page is told
+// ("ludo-reconnected") so that it takes the server's state again.
+const RECONNECT_MS = 2000;
+let reconnectTimer = null;
+
+function serverReachable(reachable) {
+  let banner = document.getElementById("offline");
+  if (!banner && reachable) return;
+  if (!banner) {
+    banner = Object.assign(document.createElement("div"), {id: "offline", hidden: true,
+      textContent: "The server cannot be reached (stopped or restarting): trying again\u2026"});
+    banner.setAttribute("role", "status");
+    document.body.prepend(banner);
+  }
+  const was = !banner.hidden;
+  banner.hidden = reachable;
+  document.body.dataset.offline = reachable ? "" : "1";
+  if (reachable) {
+    clearInterval(reconnectTimer);
+    reconnectTimer = null;
+    if (was) window.dispatchEvent(new Event("ludo-reconnected"));
+  } else if (!reconnectTimer) {
+    reconnectTimer = setInterval(async () => {
+      try { await fetch("/static/style.css", {cache: "no-store"}); } catch (err) { return; }
+      serverReachable(true);
+    }, RECONNECT_MS);
+  }
+}
+
 async function api(method, path, body) {
   const init = {method: method, headers: {}};
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(path, init);
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (err) {  // no answer at all: not the server refusing, the server gone
+    serverReachable(false);
+    throw new Error("the server cannot be reached: it may be stopped or restarting; this page tries again by itself");
+  }
+  serverReachable(true);
   let data;
   try { data = await response.json(); } catch (e) { data = {error: `the server answered ${response.status}`}; }
   if (!response.ok) throw new Error(data.error || `the server answered ${response.status}`);

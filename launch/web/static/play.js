@@ -56,10 +56,18 @@ async function loadOptions() {
   fillSetup();
 }
 
+// the secret of each name this browser claimed (its first game under the name): sent with every later game
+function nameTokenKey(name) { return `ludo-name-token:${name}`; }
+
 async function start(body) {
   lastSetup = body;
   try {
-    show(await api("POST", "/api/games", body));
+    const game = await api("POST", "/api/games", body);
+    if (game.name_token && body.name) {
+      localStorage.setItem(nameTokenKey(body.name), game.name_token);
+      body.name_token = game.name_token;  // "play again" sends it too
+    }
+    show(game);
     history.replaceState(null, "", `#game=${view.id}`);
     setStatus("");
   } catch (err) {
@@ -170,7 +178,7 @@ function render(next) {
   // An opponent that failed and was replaced: said for as long as the game lasts, not only once.
   const notices = $("notices");
   notices.innerHTML = "";
-  for (const text of view.notices || []) notices.appendChild(Object.assign(document.createElement("p"), {textContent: text}));
+  for (const text of [view.warning, ...(view.notices || [])].filter(Boolean)) notices.appendChild(Object.assign(document.createElement("p"), {textContent: text}));
   notices.hidden = !notices.children.length;
   showDie(view);
   $("die").disabled = view.turn !== "roll";
@@ -440,7 +448,11 @@ function setupBody() {
                 player: playerToken()};
   const name = $("name").value.trim();
   localStorage.setItem("ludo-name", name);
-  if (name) body.name = name;
+  if (name) {
+    body.name = name;
+    const secret = localStorage.getItem(nameTokenKey(name));
+    if (secret) body.name_token = secret;
+  }
   return body;
 }
 
@@ -477,6 +489,10 @@ window.addEventListener("DOMContentLoaded", async () => {
   });
   $("name").value = localStorage.getItem("ludo-name") || "";
   setInterval(poll, FOLLOW_MS);
+  window.addEventListener("ludo-reconnected", () => {  // the server is back: its view of the game is the truth
+    setStatus("");
+    if (view) refresh(); else loadSaved();
+  });
   try {
     await loadOptions();
   } catch (err) {
