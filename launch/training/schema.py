@@ -258,9 +258,11 @@ def check(cfg: TrainConfig) -> None:
         raise ValueError(f"reward.gamma={cfg.reward.gamma:g} is not allowed with algo.gamma={cfg.algo.gamma:g}: "
                          f"potential shaping keeps the best policy only at the learner's discount; "
                          f"set reward.gamma={cfg.algo.gamma:g}")
-    if getattr(cfg.algo, "lr_end", None) is not None and not cfg.budget.env_steps:
-        raise ValueError(f"algo.lr_end={cfg.algo.lr_end!r} needs budget.env_steps, where its decay ends: "
-                         "set budget.env_steps or algo.lr_end=null")
+    for key in SCHEDULED:
+        end = getattr(cfg.algo, key, None)
+        if end is not None and not (cfg.budget.env_steps or getattr(cfg.algo, "schedule_env_steps", None)):
+            raise ValueError(f"algo.{key}={end!r} needs budget.env_steps (or algo.schedule_env_steps), where its "
+                             f"schedule ends: set one, or algo.{key}=null")
     for key, allowed in EVAL_RANGES.items():
         allowed.check(f"eval.{key}", getattr(cfg.eval, key))
     if not cfg.eval.panel:  # every evaluation, the best policy's score and the league's panels are over it
@@ -273,6 +275,9 @@ def check(cfg: TrainConfig) -> None:
     Range(1, MAX_PLIES).check("max_plies", cfg.max_plies)
     check_integers(cfg)  # what no range above bounds: every other integer within 64 bits, seeds >= 0
 
+
+SCHEDULED = ("lr_end", "entropy_coeff_end")
+"""algo.<key>: the end values of linear schedules over env steps (`launch.training.algorithms.base.linear_schedule`)."""
 
 REWARD_RANGES = {"win": Range(-LARGEST, LARGEST), "loss": Range(-LARGEST, LARGEST, null_ok=True),
                  "enter": Range(-LARGEST, LARGEST), "capture": Range(-LARGEST, LARGEST),
