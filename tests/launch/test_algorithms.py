@@ -49,7 +49,7 @@ def test_each_entry_builds_its_module_scores_and_value(name):
     assert agent_side.scores_name and agent_side.scores_meaning
     assert isinstance(agent_side.config_class().model_config, dict)
     training = rllib_training(name)
-    assert set(training.progress(cfg, 0, {})) <= {"entropy", "epsilon", "q_mean"}
+    assert set(training.progress(cfg, 0, {})) <= {"entropy", "entropy_coeff", "epsilon", "q_mean"}
     assert training.warmup_steps(cfg) >= 0 and training.update_text(cfg)
 
 
