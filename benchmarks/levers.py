@@ -26,7 +26,9 @@ What is measured (`policies.league.evaluation.measure_strength`, the same code a
               each, 5,000) on the same dice: both win rates and their difference with a paired 95% interval
               (`policies.tournament.paired_difference`, as ``benchmarks/paired.py``);
   cost        the seconds the candidate's cross-play took per game (a search's cost per move is
-              ``benchmarks/search_speed.py``'s).
+              ``benchmarks/search_speed.py``'s). A search plays every one of its decisions at that cost, so its
+              row takes about (3 x ``--games`` + ``--cross-games``) x its decisions per game x its time per move:
+              time a search with ``search_speed.py`` before choosing the number of games.
 
 The rule for the default: a lever joins it when its main beats the reference in the cross-play by more than the
 interval (its lower bound above parity) and is no worse against any of the three panels (no paired interval wholly
@@ -349,8 +351,8 @@ if __name__ == "__main__":
     try:
         main(sys.argv[1:])
     except KeyboardInterrupt:
-        print("\ninterrupted: a training saved its checkpoint and resumes with the same command; measurements "
-              "of this row start over", file=sys.stderr, flush=True)
+        print("\ninterrupted: a training under way saved its checkpoint and goes on with the same command; the "
+              "measurement of this row starts over", file=sys.stderr, flush=True)
         sys.exit(130)
     except input_errors() as err:
         fail(err)
