@@ -386,7 +386,7 @@ def parse(argv: list[str]):
     if args.reference not in args.milestones:
         raise UserError(f"--reference {steps_label(args.reference)} is not one of --milestones "
                         f"({', '.join(map(steps_label, args.milestones))})")
-    extra = sorted(set(args.second_seeds_at) - set(args.milestones))
+    extra = sorted(set(args.second_seeds_at) - set(args.milestones)) if args.second_seeds else []
     if extra:
         raise UserError(f"--second-seeds-at {steps_label(extra[0])} is not one of --milestones "
                         f"({', '.join(map(steps_label, args.milestones))})")

@@ -570,6 +570,7 @@ def train_to_env_steps(run: Path, env_steps: int, first_start: Sequence[str], lo
     import sys
     import time
 
+    run = Path(run).absolute()  # the training runs in the project's folder, not in this process's
     budget = [f"budget.env_steps={env_steps}", "budget.minutes=0"]
     if RunDir(run).checkpoint_dirs():
         command = [f"resume={run}", *budget, *overrides]

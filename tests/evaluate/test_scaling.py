@@ -60,6 +60,16 @@ def test_bad_arguments_are_one_line(tmp_path, args, words):
     assert not (tmp_path / "out").exists()  # refused before anything is written
 
 
+def test_without_second_seeds_their_milestones_are_not_asked_for():
+    from benchmarks.scaling import parse
+
+    args = parse(["--milestones", "1M", "2M", "--reference", "2M", "--second-seeds", "resources.env_runners=2"])
+    assert (args.milestones, args.second_seeds, args.overrides) == ([1_000_000, 2_000_000], [],
+                                                                    ["resources.env_runners=2"])
+    with pytest.raises(UserError, match="--second-seeds-at 8M is not one of --milestones"):
+        parse(["--milestones", "1M", "2M", "--reference", "2M"])
+
+
 def test_a_second_driver_on_the_same_folder_and_a_foreign_results_file_are_one_line(tmp_path):
     with only_driver(tmp_path):
         one_line(bench("--only", "report", "--out", str(tmp_path)), "another benchmark driver is working in it")
