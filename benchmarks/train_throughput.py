@@ -7,6 +7,7 @@
     python benchmarks/train_throughput.py --per-game algo.num_epochs=6 ...    # settings for the per-game side only
     python benchmarks/train_throughput.py --json                              # machine-readable
     python benchmarks/train_throughput.py --algos ppo --league alphastar      # the default league against another
+    python benchmarks/train_throughput.py --algos ppo --against network=token_set_2x   # against any overrides
 
 What is measured
   Env steps per second *trained*: ``num_env_steps_sampled_lifetime`` gained
@@ -26,6 +27,10 @@ What is measured
   With ``--league NAME`` the two sides are both batched instead: ``batched`` (the default league) against
   ``league=NAME`` (e.g. ``alphastar``, main with its exploiters; ``--per-game`` overrides then go to that
   side). The ratio is that side's trained env steps/s over the default's, all roles' steps counted.
+
+  With ``--against KEY=VALUE ...`` the two sides are the default (batched) and the default with those
+  ``launch/train.py`` overrides, e.g. a wider network (``network=token_set_2x``, a lever of
+  ``benchmarks/levers.py``): the ratio is what the change costs in trained env steps/s.
 
   Both come from ``launch.training.build.build_algorithm_config`` on the composed
   config (``conf/config.yaml`` + ``+exp=<algo>_selfplay`` + the overrides).
@@ -256,13 +261,17 @@ def log(args, line: str) -> None:
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
-    """Flags, the launch/train.py overrides of both sides (key=value), and those after --per-game."""
-    per_game: list[str] = []
-    if "--per-game" in argv:
-        at = argv.index("--per-game")
-        rest = argv[at + 1:]
-        taken = next((i for i, a in enumerate(rest) if a.startswith("-")), len(rest))
-        per_game, argv = rest[:taken], argv[:at] + rest[taken:]
+    """Flags, the launch/train.py overrides of both sides (key=value), and those of the compared side only (after
+    --per-game, or after --against, which ``args.against`` then holds)."""
+    taken_by: dict[str, list[str]] = {"--per-game": [], "--against": []}
+    against_given = "--against" in argv
+    for flag in taken_by:
+        if flag in argv:
+            at = argv.index(flag)
+            rest = argv[at + 1:]
+            taken = next((i for i, a in enumerate(rest) if a.startswith("-")), len(rest))
+            taken_by[flag], argv = rest[:taken], argv[:at] + rest[taken:]
+    per_game = taken_by["--per-game"]
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
     parser = OneLineParser(description=__doc__.splitlines()[0],
                            epilog="Other arguments key=value are launch/train.py overrides of both sides; "
@@ -281,7 +290,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args([a for a in argv if a not in overrides])
-    return args, overrides, per_game
+    args.against = taken_by["--against"]
+    if against_given and not args.against:
+        parser.error("--against needs launch/train.py overrides, e.g. --against network=token_set_2x")
+    if args.against and (args.league or per_game):
+        parser.error("--against compares the default with its overrides: give it without --league and --per-game")
+    return args, overrides, per_game + args.against
 
 
 def main(argv: list[str]) -> None:
@@ -290,7 +304,10 @@ def main(argv: list[str]) -> None:
 
     from launch.cli import UserError, fail
 
-    if args.league is None:
+    if args.against:
+        side_overrides = {"batched": ["sampler.name=batched", *overrides],
+                          "against": ["sampler.name=batched", *overrides, *per_game]}
+    elif args.league is None:
         side_overrides = {"per_game": ["sampler.name=per_game", *overrides, *per_game],
                           "batched": ["sampler.name=batched", *overrides]}
     else:
@@ -316,14 +333,15 @@ def main(argv: list[str]) -> None:
         print(json.dumps({"cpus": os.cpu_count(), "seconds": args.seconds, "repeats": args.repeats,
                           "results": results}, indent=2, default=str))
         return
-    compared_label = compared if args.league is None else args.league
+    compared_label = args.league or ("with" if args.against else compared)
     compared_extra = [f"league={args.league}", *per_game] if args.league else per_game
     print(f"\n{os.cpu_count()} CPUs, medians of {args.repeats} windows of >= {args.seconds:g} s per side, "
           f"overrides: {' '.join(overrides) or '(none)'}; {compared_label} side also: "
           f"{' '.join(compared_extra) or '(none)'}")
     print(f"{'algo':<6}{'env steps':<11}{baseline + ' /s':>13}{compared_label + ' /s':>13}{'ratio':>8}   target")
     for r in results:
-        targets = (RATIO_TARGETS if args.league is None else LEAGUE_RATIO_TARGETS).get(r["algo"], {})
+        targets = ({} if args.against else RATIO_TARGETS if args.league is None else LEAGUE_RATIO_TARGETS).get(
+            r["algo"], {})
         rows = [("trained", r[baseline]["steps_per_s"], r[compared]["steps_per_s"], r["ratio"])]
         if "ratio_kept" in r:
             rows.append(("kept", r[baseline]["kept_per_s"], r[compared]["kept_per_s"], r["ratio_kept"]))

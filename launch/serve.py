@@ -59,7 +59,7 @@ Arguments are key=value:
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
 
-What any visitor can store or rate is bounded (whole numbers; docs/security.md says what is protected and
+What any visitor can store or rate is bounded (whole numbers; docs/pages/concepts/security.md says what is protected and
 why):
 
 ``rated_per_name`` (default 20) and ``rated_per_address`` (default 60)

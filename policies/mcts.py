@@ -60,6 +60,7 @@ from policies.search import (
     ValueSource,
     cached_value_source,
     int_option,
+    policy_probabilities,
     reject_unknown,
     split_spec,
     values_of,
@@ -220,19 +221,9 @@ class MCTSPlayer:
             self._set_priors(decisions, tab)
 
     def _set_priors(self, nodes: list[_Decision], tab: np.ndarray) -> None:
-        import torch
-        from ray.rllib.core.columns import Columns
-
-        from ludo_env.observations import encode
-        from policies.modules import inference_batch
-
         rows = np.stack([n.state for n in nodes])
-        masks = np.stack([n.legal for n in nodes]).astype(np.float32)
-        with torch.no_grad():
-            logits = self.policy.forward_inference(inference_batch(encode(self.obs, rows, tab), masks))[
-                Columns.ACTION_DIST_INPUTS]
-        priors = torch.softmax(logits.float(), dim=-1).numpy() * masks
-        priors /= np.maximum(priors.sum(axis=1, keepdims=True), 1e-12)
+        masks = np.stack([n.legal for n in nodes]).astype(np.int8)
+        priors = policy_probabilities(self.policy, self.obs, rows, tab, masks)
         for node, prior in zip(nodes, priors):
             node.prior = prior
 

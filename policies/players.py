@@ -27,9 +27,12 @@ every game in which that player is to move.
 ``mcts:<path>?sims=64``
     Monte Carlo tree search with chance nodes, a PPO policy as prior and its
     critic at the leaves (``policies.mcts``).
+``champion:<variant>``
+    the shipped champion of a rule set (``policies.champions``), played as
+    ``ckpt:`` plays its policy folder, under this name.
 
 A bad spec raises `PlayerSpecError` with one line that lists what is allowed. A learned player
-(``ckpt:``, ``search:``, ``mcts:``) knows the variant and player count it was trained for
+(``ckpt:``, ``search:``, ``mcts:``, ``champion:``) knows the variant and player count it was trained for
 (``trained_for``, from its ``policy.json``); `check_fits` refuses it in a game of others.
 
 Bring your own bot
@@ -81,6 +84,7 @@ import numpy as np
 from ludo_env.engine.frame import mover_view_batch
 from ludo_env.engine.jit import kernel
 from ludo_env.engine.layout import DIE
+from policies.champions import CHAMPION_PREFIX, ChampionError, champion_folder
 
 
 class PlayerSpecError(ValueError):
@@ -120,7 +124,7 @@ def bot_names() -> tuple[str, ...]:
 def allowed_specs() -> str:
     """The one-line list of accepted specs, for error messages."""
     return (f"use a bot name ({', '.join(bot_names())}), py:package.module:ClassName, ckpt:<path>, "
-            "search:<path>?depth=2 or mcts:<path>?sims=64")
+            "search:<path>?depth=2, mcts:<path>?sims=64 or champion:<variant>")
 
 
 def make_player(spec: str, seed: int = 0, rules: Any = None,
@@ -137,6 +141,8 @@ def make_player(spec: str, seed: int = 0, rules: Any = None,
         return player
     if spec.startswith("ckpt:"):
         player = _load_checkpoint_player(spec)
+    elif spec.startswith(CHAMPION_PREFIX):
+        player = _load_champion(spec)
     elif spec.startswith(("search:", "mcts:")):
         player = _load_search_player(spec, seed)
     elif spec in bot_names():
@@ -362,6 +368,7 @@ class CheckpointPlayer:
         self.module = module
         self.obs = getattr(module, "obs", None)
         self.trained_for = trained_for(spec[len("ckpt:"):], module)
+        self._who = f"checkpoint '{spec[len('ckpt:'):]}'"  # its folder, also when it plays under another name
 
     def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
         if self.obs is None:
@@ -377,7 +384,7 @@ class CheckpointPlayer:
             choosing = np.flatnonzero(masks.sum(axis=1) > 1)
             if choosing.size:
                 choices[choosing] = self.module.act(encode(self.obs, states[choosing], tab), masks[choosing])
-        return check_choices(choices, masks, f"checkpoint '{self.name[len('ckpt:'):]}'")
+        return check_choices(choices, masks, self._who)
 
     def __repr__(self) -> str:
         return f"CheckpointPlayer({self.name!r})"
@@ -422,6 +429,17 @@ def _load_checkpoint_player(spec: str) -> Player:
     except ValueError as err:  # not a module checkpoint: its message is already one line for the user
         raise PlayerSpecError(f"player '{spec}': {_one_line(err)}") from err
     return CheckpointPlayer(spec, module)
+
+
+def _load_champion(spec: str) -> Player:
+    """``champion:<variant>``: its shipped policy folder played as ``ckpt:`` plays it, named `spec`."""
+    try:
+        folder = champion_folder(spec)
+    except ChampionError as err:
+        raise PlayerSpecError(f"player '{spec}': {err}") from None
+    player = _load_checkpoint_player(f"ckpt:{folder}")
+    player.name = spec
+    return player
 
 
 def module_folder_player(folder: Path, meta: dict[str, Any], spec: str) -> CheckpointPlayer:

@@ -23,9 +23,18 @@ Player spec
     expectimax). ``paranoid``: each picks what is worst for the searching seat
     (seed 004's min, which in 4-player Ludo assumes a coalition).
     ``uniform``: each picks any legal move with equal chance (the mean over
-    them: exact against random movers). A seed bot name (``hybrid``,
-    ``semi_smart``, ...): each plays as that bot would. The searching seat's
-    own bonus-roll turns always maximise its own value.
+    them: exact against random movers). ``policy``: each moves by the
+    probabilities of the searched PPO policy's own actor, and the decision is
+    worth the expectation under them, ``sum_t pi(t | s) V(after_t)`` (not the
+    max^n pick): exact when the other seats are copies of that policy playing
+    by its probabilities, as in self-play; needs a PPO policy as the value
+    source (its critic values the leaves, its actor moves the others). A seed
+    bot name (``hybrid``, ``semi_smart``, ...): each plays as that bot would.
+    The searching seat's own bonus-roll turns always maximise its own value.
+
+Depth counts every decision, the searching seat's first move included, so the
+other seats' replies first count at ``depth=2``: ``depth=2&opponent=policy``
+looks at one reply (the seat that rolls next), ``depth=3`` at two.
 
 The tree
 --------
@@ -67,7 +76,7 @@ from ludo_env.engine.afterstates import expand_moves, expand_rolls
 from ludo_env.engine.layout import CURRENT, DIE, OVER, PLACES, R_PLAYERS, SIXES, STATE_LEN
 from ludo_env.rules import DIE_FACES, MAX_PLAYERS, MAX_TOKENS
 
-OPPONENT_MODELS = ("maxn", "paranoid", "uniform")
+OPPONENT_MODELS = ("maxn", "paranoid", "uniform", "policy")
 MAX_DEPTH = 3
 
 
@@ -80,6 +89,16 @@ class ValueSource(Protocol):
     def seat_values(self, states: np.ndarray, tab: np.ndarray) -> np.ndarray: ...
 
     def outcome(self, states: np.ndarray, tab: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PolicySource(Protocol):
+    """How likely a policy plays each legal token: ``probabilities(states, tab, masks) -> (N, 4)`` float, each row
+    summing to 1 over the legal tokens of decision states (``state[DIE] != 0``), 0 on illegal ones."""
+
+    name: str
+
+    def probabilities(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray: ...
 
 
 def win_outcome(states: np.ndarray, tab: np.ndarray) -> np.ndarray:
@@ -181,6 +200,7 @@ class _DecisionLevel:
     legal: np.ndarray  # (K, 4)
     forced: np.ndarray  # (K,) a bot's choice for opponent decisions, -1: choose by value
     after: _AfterLevel  # K * 4 afterstates, token-major per decision
+    weights: np.ndarray | None = None  # (K, 4) the policy's probabilities of the other seats' moves (opponent=policy)
 
 
 def check_opponent(opponent: str) -> str:
@@ -194,16 +214,27 @@ def check_opponent(opponent: str) -> str:
 
 
 class ExpectimaxPlayer:
-    """Depth-limited expectimax over the dice with an opponent model (module docstring)."""
+    """Depth-limited expectimax over the dice with an opponent model (module docstring).
+
+    With ``opponent="policy"``, `policy` (default: the value source itself, a PPO policy's `ModuleValue`) gives the
+    other seats' move probabilities; a source without them is refused in one line."""
 
     def __init__(self, source: ValueSource, depth: int = 2, opponent: str = "maxn", name: str | None = None,
-                 seed: int = 0):
+                 seed: int = 0, policy: PolicySource | None = None):
         if not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"depth={depth} is not allowed: give 1..{MAX_DEPTH}")
         self.source = source
         self.depth = depth
         self.opponent = opponent
         self.name = name or f"search:{source.name}?depth={depth}&opponent={opponent}"
+        self.policy: PolicySource | None = None
+        if opponent == "policy":
+            self.policy = policy if policy is not None else source  # type: ignore[assignment]
+            if not getattr(self.policy, "has_policy", True) or not isinstance(self.policy, PolicySource):
+                kind = getattr(self.policy, "kind", None)
+                raise ValueError(f"opponent=policy moves the other seats by a PPO policy's probabilities, and "
+                                 f"'{source.name}' has none ({f'a {kind} policy' if kind else 'a value only'}): "
+                                 "give a PPO policy, or another opponent model")
         self._bot = None
         if check_opponent(opponent) not in OPPONENT_MODELS:
             from policies.bots import Bot
@@ -264,6 +295,12 @@ class ExpectimaxPlayer:
             if theirs.any():
                 forced[theirs] = self._bot.act(rows_d[theirs], tab, masks[picked][theirs])
         after, legal, _ = expand_moves(rows_d, tab)
+        weights = None
+        if self.policy is not None and picked.size:
+            theirs = np.flatnonzero(mover != root_d)
+            weights = np.zeros((picked.size, MAX_TOKENS), dtype=np.float64)
+            if theirs.size:
+                weights[theirs] = self.policy.probabilities(rows_d[theirs], tab, masks[picked][theirs])
         valid = legal.ravel() == 1
         if self._bot is not None:
             # Only the bot's move is followed: the other afterstates are never looked at.
@@ -275,7 +312,7 @@ class ExpectimaxPlayer:
         decisions = _DecisionLevel(
             mover=mover, root_seat=root_d, legal=legal, forced=forced,
             after=self._after_level(after.reshape(-1, STATE_LEN), np.repeat(root_d, MAX_TOKENS), valid,
-                                    depth_left - 1, tab, leaves))
+                                    depth_left - 1, tab, leaves), weights=weights)
         return _ChanceLevel(leaf=leaf.reshape(m, DIE_FACES), decision=decision.reshape(m, DIE_FACES),
                             decisions=decisions)
 
@@ -321,6 +358,10 @@ class ExpectimaxPlayer:
         if self.opponent == "uniform" and (~own).any():
             legal = level.legal[~own, :, None].astype(np.float32)
             out[~own] = (children[~own] * legal).sum(axis=1) / legal.sum(axis=1)
+        if self.opponent == "policy" and (~own).any():
+            # The expectation under the policy: illegal tokens have probability 0, so their (zero) children drop out.
+            weights = level.weights[~own, :, None]
+            out[~own] = (children[~own].astype(np.float64) * weights).sum(axis=1).astype(np.float32)
         return out
 
     def __repr__(self) -> str:
@@ -338,6 +379,9 @@ class ModuleValue:
     as if it rolled next, which it does only for one seat: an approximation,
     kept because these modules have no other view of a seat's chances. A seat
     that has finished already gets its place's end pay.
+
+    A PPO policy's actor also gives move probabilities (`probabilities`, the
+    `PolicySource` of ``opponent=policy``); ``has_policy`` says whether it has one.
 
     The value head predicted the training return: the end pay (win ``reward.win``,
     loss ``reward.loss``, from the policy's saved reward config) plus any
@@ -360,6 +404,13 @@ class ModuleValue:
         if self.reward.dense:
             raise ValueError(f"'{name}' was trained with seed000_dense shaping, which a search cannot undo: "
                              "use a policy trained with sparse or potential rewards")
+        self.has_policy = self.algorithm.policy_prior
+
+    def probabilities(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The actor's move probabilities at decision `states` (`PolicySource`); only for a PPO policy."""
+        if not self.has_policy:
+            raise ValueError(f"'{self.name}' is a {self.kind} policy: its scores are no move probabilities")
+        return policy_probabilities(self.module, self.obs, states, tab, masks)
 
     def seat_values(self, states: np.ndarray, tab: np.ndarray) -> np.ndarray:
         from ludo_env.engine.batch import legal_masks
@@ -408,6 +459,26 @@ class ModuleValue:
         batch = inference_batch(obs, masks)
         with torch.inference_mode():
             return self.algorithm.value(self.module, batch).numpy().astype(np.float32)
+
+
+def policy_probabilities(module: Any, obs: str, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``(N, 4)`` float64: a PPO module's move probabilities at decision `states` (encoded with `obs`), the softmax
+    of its logits over the legal tokens of `masks` (0 on the others; each row sums to 1). What MCTS takes as its
+    prior and ``opponent=policy`` as the other seats' play."""
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    from ludo_env.observations import encode
+    from policies.modules import inference_batch
+
+    legal = np.asarray(masks).astype(np.float64)
+    with torch.inference_mode():
+        logits = module.forward_inference(inference_batch(encode(obs, states, tab), legal.astype(np.float32)))[
+            Columns.ACTION_DIST_INPUTS]
+    logits = np.where(legal > 0, logits.double().numpy(), -np.inf)
+    logits -= logits.max(axis=1, keepdims=True)
+    weights = np.exp(logits) * legal
+    return weights / weights.sum(axis=1, keepdims=True)
 
 
 def module_value_source(folder: Path, meta: dict[str, Any], name: str) -> ModuleValue:

@@ -168,9 +168,12 @@ def wilson_interval(wins: int, n: int, confidence: float = CONFIDENCE) -> tuple[
     return (float(ci.low), float(ci.high))
 
 
-def first_entry_wins(spec: str | Player, opponent: str, rules: Rules, games: int, seed: int) -> np.ndarray:
-    """Per game, 1.0 where entry 0 (`spec`) finished first against `opponent` at every other seat of `rules`."""
-    result = play_tournament([spec] + [opponent] * (rules.players - 1), games, rules, seed, rate=False)
+def first_entry_wins(spec: str | Player, opponent: str | Player, rules: Rules, games: int, seed: int,
+                     threads: int = 1) -> np.ndarray:
+    """Per game, 1.0 where entry 0 (`spec`) finished first against `opponent` at every other seat of `rules` (a
+    game cut short at the ply limit counts as not won). `threads`: as `play_tournament` takes it."""
+    result = play_tournament([spec] + [opponent] * (rules.players - 1), games, rules, seed, rate=False,
+                             threads=threads)
     return (result.places[:, 0] == 1).astype(np.float64)
 
 

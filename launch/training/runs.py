@@ -629,6 +629,110 @@ def trained_so_far(run: Path) -> tuple[int, int | None]:
     return int(row["env_steps"]), None if decisions is None else int(decisions)
 
 
+def trained_env_steps(path: str | Path) -> int | None:
+    """The env steps main had trained when the policy `path` names was saved: a run folder's newest checkpoint's, a
+    checkpoint's (or a copy of one with its run state, as ``benchmarks/scaling.py`` keeps a milestone), best/'s
+    (its selection record); None when nothing beside the policy records them (a shipped policy). Only a number is
+    read from those files."""
+    from policies.checkpoints import find_policy
+
+    folder = find_policy(path)
+    for record in (folder.parent / RUN_STATE, folder.parent / SELECTION):
+        try:
+            steps = json.loads(record.read_text())["env_steps"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0:
+            return steps
+    return None
+
+
+TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"
+
+
+def train_to_env_steps(run: Path, env_steps: int, first_start: Sequence[str], log: Path,
+                       overrides: Sequence[str] = ()) -> float:
+    """Take the training run `run` to `env_steps` env steps with ``launch/train.py`` in a subprocess, whatever the
+    wall clock (``budget.minutes=0``), and return the seconds it took. A new run starts with the overrides
+    `first_start` (its experiment, variant, seed, ...) and writes into `run`; a run with a checkpoint resumes with a
+    larger ``budget.env_steps`` (its own settings kept, `keep_run_settings`); one killed before its first checkpoint
+    has trained nothing and starts over. `overrides` go to every start (the machine's ``resources.*``). The
+    command's output is appended to `log`; a failure is a `UserError` naming it.
+
+    Stopping: the training runs in a session of its own, so a signal meant for this process reaches it once, from
+    here. Ctrl-C, SIGTERM or SIGHUP here pass SIGTERM on to it: it saves a checkpoint (`launch.training.loop`) and
+    stops, then KeyboardInterrupt is raised here. If this process dies without a word (kill -9), Linux sends the
+    training SIGTERM all the same (``PR_SET_PDEATHSIG``), so no training goes on unattended beside a later one in
+    the same run folder."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = Path(run).absolute()  # the training runs in the project's folder, not in this process's
+    budget = [f"budget.env_steps={env_steps}", "budget.minutes=0"]
+    if RunDir(run).checkpoint_dirs():
+        command = [f"resume={run}", *budget, *overrides]
+    else:
+        if run.exists():
+            shutil.rmtree(run)
+        command = [*first_start, *budget, f"hydra.run.dir={run}", *overrides]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    stopped = []
+    with open(log, "a") as out:
+        out.write(f"\n$ python launch/train.py {' '.join(command)}\n")
+        out.flush()
+        process = subprocess.Popen([sys.executable, str(TRAIN_SCRIPT), *command], stdout=out,
+                                   stderr=subprocess.STDOUT, cwd=TRAIN_SCRIPT.parents[1], start_new_session=True,
+                                   preexec_fn=_stopped_with_parent())
+
+        def pass_on(signum, frame):
+            stopped.append(signum)
+            if not stopped[1:]:  # once: a second signal would cut the training's save short
+                process.send_signal(signal.SIGTERM)
+
+        previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            while True:
+                try:
+                    status = process.wait()
+                    break
+                except KeyboardInterrupt:  # Ctrl-C here: the training hears it from us alone
+                    pass_on(signal.SIGINT, None)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    if stopped:
+        raise KeyboardInterrupt
+    if status != 0:
+        raise UserError(f"training {run} stopped with status {status}: see {log}")
+    reached = trained_env_steps(run)
+    if reached is None or reached < env_steps:
+        raise UserError(f"training {run} stopped at {reached or 0:,} of {env_steps:,} env steps: see {log}")
+    return time.perf_counter() - start
+
+
+def _stopped_with_parent():
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when this process dies; None elsewhere. libc is
+    looked up here, before the fork, so the child only makes one system call before it runs the command."""
+    import ctypes
+    import ctypes.util
+    import signal
+    import sys
+
+    name = ctypes.util.find_library("c")
+    if not sys.platform.startswith("linux") or name is None:
+        return None
+    prctl = ctypes.CDLL(name, use_errno=True).prctl
+    set_parent_death_signal = 1  # PR_SET_PDEATHSIG
+
+    def stop_with_parent() -> None:
+        prctl(set_parent_death_signal, int(signal.SIGTERM))
+
+    return stop_with_parent
+
+
 def exploiters_frozen(run: Path) -> dict[str, int]:
     """How often each exploiter of the run was frozen into its league (``roles/<module>/frozen``); empty
     without exploiters."""

@@ -17,7 +17,7 @@ Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.p
 | variant | `VariantConfig` (= `ludo_env.rules.Rules`) | classic, pyludo, quick, ucsd |
 | obs | `ObsConfig` | afterstates, egocentric, seed000_enc128, seed000_raw62, seed001_flags60 |
 | reward | `RewardSchema` (= `ludo_env.rewards.RewardConfig`) | potential, seed000_dense, sparse |
-| network | `NetworkSchema` (= `policies.networks.NetworkConfig`) | mlp, seed000_qnet, seed001_ann, token_set |
+| network | `NetworkSchema` (= `policies.networks.NetworkConfig`) | mlp, seed000_qnet, seed001_ann, token_set, token_set_2x, token_set_4x, token_set_deep |
 | algo | each algorithm's settings class (`launch.training.algorithms`) | dqn, ga, imitate, ppo, ppo_smoke, td_lambda |
 | league | `LeagueConfig` (= `policies.league.league.LeagueSettings`) | alphastar, pfsp, selfplay, uniform |
 | resources | `ResourcesConfig` | cluster_gpu, laptop, workstation |
@@ -261,9 +261,11 @@ def check(cfg: TrainConfig) -> None:
         raise ValueError(f"reward.gamma={cfg.reward.gamma:g} is not allowed with algo.gamma={cfg.algo.gamma:g}: "
                          f"potential shaping keeps the best policy only at the learner's discount; "
                          f"set reward.gamma={cfg.algo.gamma:g}")
-    if getattr(cfg.algo, "lr_end", None) is not None and not cfg.budget.env_steps:
-        raise ValueError(f"algo.lr_end={cfg.algo.lr_end!r} needs budget.env_steps, where its decay ends: "
-                         "set budget.env_steps or algo.lr_end=null")
+    for key in SCHEDULED:
+        end = getattr(cfg.algo, key, None)
+        if end is not None and not (cfg.budget.env_steps or getattr(cfg.algo, "schedule_env_steps", None)):
+            raise ValueError(f"algo.{key}={end!r} needs budget.env_steps (or algo.schedule_env_steps), where its "
+                             f"schedule ends: set one, or algo.{key}=null")
     for key, allowed in EVAL_RANGES.items():
         allowed.check(f"eval.{key}", getattr(cfg.eval, key))
     if not cfg.eval.panel:  # every evaluation, the best policy's score and the league's panels are over it
@@ -276,6 +278,9 @@ def check(cfg: TrainConfig) -> None:
     Range(1, MAX_PLIES).check("max_plies", cfg.max_plies)
     check_integers(cfg)  # what no range above bounds: every other integer within 64 bits, seeds >= 0
 
+
+SCHEDULED = ("lr_end", "entropy_coeff_end")
+"""algo.<key>: the end values of linear schedules over env steps (`launch.training.algorithms.base.linear_schedule`)."""
 
 REWARD_RANGES = {"win": Range(-LARGEST, LARGEST), "loss": Range(-LARGEST, LARGEST, null_ok=True),
                  "enter": Range(-LARGEST, LARGEST), "capture": Range(-LARGEST, LARGEST),

@@ -106,8 +106,12 @@ class RLlibSettings(CheckedSettings):
     lr: float = 1e-3
     """Adam learning rate."""
     lr_end: float | None = None
-    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (RLlib's lr
-    schedule on sampled env steps), then held; None: `lr` throughout. Needs budget.env_steps."""
+    """Learning rate at the end of the run, reached linearly from `lr` over budget.env_steps (or
+    `schedule_env_steps`; RLlib's lr schedule on sampled env steps), then held; None: `lr` throughout."""
+    schedule_env_steps: int | None = None
+    """The env step where `lr_end` (and PPO's ``entropy_coeff_end``) is reached; None: budget.env_steps. Give it
+    for a run that will be resumed with a larger budget.env_steps (a run taken through milestones, as
+    ``benchmarks/scaling.py`` does): with None its schedule would stretch to each new budget from where it is."""
     gamma: float = 0.99
     """Discount per decision of the same seat; with reward.kind=potential, reward.gamma must be the same."""
     train_batch_size: int = 8192
@@ -117,5 +121,5 @@ class RLlibSettings(CheckedSettings):
 
     RANGES: ClassVar[dict[str, Range]] = {
         "lr": LEARNING_RATE, "lr_end": Range(0, 1, null_ok=True), "gamma": SHARE, "train_batch_size": AT_LEAST_ONE,
-        "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True),
+        "grad_clip": Range(0, LARGEST, low_open=True, null_ok=True), "schedule_env_steps": Range(1, null_ok=True),
     }

@@ -675,7 +675,9 @@ def routes(site: Site) -> APIRouter:
     @router.get("/api/options")
     def options():
         return {"variants": variants(), "league": site.league is not None,
-                "opponents": [{"id": o.id, "label": o.label, "kind": o.kind} for o in site.opponents()]}
+                "opponents": [{"id": o.id, "label": o.label, "kind": o.kind,
+                               **({"variant": o.plays[0], "players": o.plays[1]} if o.plays else {})}
+                              for o in site.opponents()]}
 
     @router.post("/api/games", responses=refusals(400, 403, 413, 422, 429, 503))
     def new_game(body: NewGame, request: Request):

@@ -1,6 +1,7 @@
 """What the server was started with (`Site`): the records folder, the league, and the opponents it offers (seed
-bots, agents given on the command line, league members, each resolved to what plays it by `league_member_spec`),
-every loaded agent shared by the games it plays in and timed on each move."""
+bots, the champion of each rule set for games of that rule set, agents given on the command line, league members,
+each resolved to what plays it by `league_member_spec`), every loaded agent shared by the games it plays in and
+timed on each move."""
 from __future__ import annotations
 
 import threading
@@ -54,6 +55,8 @@ class Opponent:
     """bot, agent or league."""
     spec: str
     """The `policies.players` spec; never leaves the server."""
+    plays: tuple[str, int] | None = None
+    """(variant, player count) of the only games it is offered for (a champion's); None: any game."""
 
 
 def short_label(spec: str) -> str:
@@ -79,6 +82,8 @@ class Site:
         self.replays = list(replays or [])
         self.move_seconds = move_seconds  # an agent's time for one move; None: no limit
         self.bots = [Opponent(f"bot:{name}", name, "bot", name) for name in bot_names()]
+        self.champions = [Opponent(spec, f"champion ({variant})", "champion", spec, plays)
+                          for spec, variant, plays in shipped_champions()]
         self.agents = [Opponent(f"agent:{k}", short_label(spec), "agent", spec) for k, spec in enumerate(agents or [])]
         self._loaded: dict[str, Any] = {}  # spec -> a loaded agent, shared by games
         # A loaded agent is asked by one game at a time (torch and search keep state); each has its own lock so
@@ -133,7 +138,7 @@ class Site:
         return out
 
     def opponents(self) -> list[Opponent]:
-        return self.bots + self.agents + self.league_members()
+        return self.bots + self.champions + self.agents + self.league_members()
 
     def opponent(self, opponent_id: Any) -> Opponent:
         if isinstance(opponent_id, str):
@@ -215,12 +220,25 @@ class Site:
         """The loaded player of a spec this server plays (agent or league member), for its move insight."""
         from policies.players import bot_names
 
-        if spec in (o.spec for o in self.agents + self.league_members()) and spec not in bot_names():
+        if spec in (o.spec for o in self.agents + self.champions + self.league_members()) and spec not in bot_names():
             try:
                 return self.player(Opponent(spec, spec, "agent", spec), 0)
             except Refused:
                 return None
         return None
+
+
+def shipped_champions() -> list[tuple[str, str, tuple[str, int]]]:
+    """(spec, variant, (variant, players) it plays) of each champion in this install (`policies.champions`)."""
+    from policies.champions import CHAMPION_PREFIX, shipped_champions as folders
+    from policies.players import trained_for
+
+    found = []
+    for variant, folder in folders().items():
+        fits = trained_for(folder)
+        if fits is not None and fits[0] is not None and fits[1] is not None:
+            found.append((f"{CHAMPION_PREFIX}{variant}", variant, (fits[0], fits[1])))
+    return found
 
 
 def league_member_spec(member, db_folder: Path) -> tuple[str, str] | None:

@@ -5,6 +5,12 @@ from the seed), main answering for all of its games at once with one batched
 torch forward pass per ply. The same seed, games and players give the same
 games as ``launch/evaluate.py``, so `evaluate_command` reproduces a result
 from a saved policy exactly.
+
+The strength of a main between runs (`measure_strength`, what ``benchmarks/scaling.py`` and
+``benchmarks/levers.py`` report): one against ``players - 1`` copies of each bot of `STRENGTH_PANEL`, and one
+against ``players - 1`` copies of a reference main (the cross-play, where parity is ``1 / players``), game by game,
+so that two mains measured on the same seed can be compared game for game
+(`policies.tournament.paired_difference`).
 """
 from __future__ import annotations
 
@@ -12,9 +18,16 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from ludo_env.rules import Rules, available_variants
 from policies.players import CheckpointPlayer
-from policies.tournament import play_tournament
+from policies.tournament import first_entry_wins, play_tournament, wilson_interval
+
+STRENGTH_PANEL = ("random", "hybrid", "heuristic000")
+"""The bots a main's strength is read against between runs (`measure_strength`)."""
+CROSS_PLAY = "cross_play"
+"""`measure_strength`'s key of the games against the reference main."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,33 @@ def evaluate_panel(player, panel: Sequence[str], rules: Rules, games: int, seed:
         row = next(r for r in result.rows if r.player == player.name)
         results.append(PanelResult(opponent, games, row.win_rate, tuple(row.win_rate_ci95), row.mean_place))
     return results
+
+
+def measure_strength(spec: str, rules: Rules, games: int, seed: int, reference: str | None = None,
+                     cross_games: int = 0, panel: Sequence[str] = STRENGTH_PANEL, threads: int = 0,
+                     progress=None) -> dict[str, np.ndarray]:
+    """Per game, 1.0 where `spec` finished first: against ``players - 1`` copies of each bot of `panel` (`games`
+    each) and, with a `reference`, against ``players - 1`` copies of it (`cross_games`, key `CROSS_PLAY`); seats
+    rotate and the dice come from `seed`, so every main measured with the same arguments plays the same games.
+    `threads`: as `play_tournament` takes it (0: one per core; a search player plays on one). `progress(what)` is
+    called before each set of games."""
+    wins = {}
+    for bot in panel:
+        if progress is not None:
+            progress(f"{games:,} games against {rules.players - 1} x {bot}")
+        wins[bot] = first_entry_wins(spec, bot, rules, games, seed, threads)
+    if reference is not None and cross_games:
+        if progress is not None:
+            progress(f"{cross_games:,} games against {rules.players - 1} x {reference}")
+        wins[CROSS_PLAY] = first_entry_wins(spec, reference, rules, cross_games, seed, threads)
+    return wins
+
+
+def win_record(wins: np.ndarray) -> dict[str, Any]:
+    """Per-game wins as a record: wins, games, win rate and its 95% Wilson interval."""
+    won, games = int(np.asarray(wins).sum()), int(len(wins))
+    return {"wins": won, "games": games, "win_rate": won / games if games else float("nan"),
+            "ci95": list(wilson_interval(won, games))}
 
 
 def panel_record(results: Sequence[PanelResult | dict[str, Any]]) -> dict[str, dict[str, Any]]:

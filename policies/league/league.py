@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from policies.champions import CHAMPION_PREFIX, ChampionError, champion_folder
 from policies.league.pool import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, Matchmaker, bot_module_id, exploiter_id, \
     role_of, snapshot_id
 from policies.league.ratings import (
@@ -640,13 +641,14 @@ def play_lineup(players: Sequence[Any], member_ids: Sequence[int], rules, games:
 
 LOOKAHEAD_PREFIXES = ("search:", "mcts:")
 EXTERNAL_SPECS = ("give a run, checkpoint or policy folder (ckpt:<path>), search:<path>?depth=2, "
-                  "mcts:<path>?sims=64 or py:package.module:ClassName")
+                  "mcts:<path>?sims=64, champion:<variant> or py:package.module:ClassName")
 """What an external member may be, for error lines."""
 
 
 def normalized_external(spec: str) -> str:
     """`spec` with its policy path made absolute (``ckpt:`` added to a bare path); checks the policy is there.
-    A ``py:`` bot stays as it is."""
+    A ``py:`` bot stays as it is, and so does a ``champion:`` (the member is the rule set's champion, whatever
+    policy folder `policies.champions` names for it), once it is known to be there."""
     from policies.checkpoints import find_policy
     from policies.players import PlayerSpecError
 
@@ -654,6 +656,12 @@ def normalized_external(spec: str) -> str:
         raise PlayerSpecError(f"an empty spec {spec!r} names no agent: {EXTERNAL_SPECS}")
     if spec.startswith("py:"):
         return spec
+    if spec.startswith(CHAMPION_PREFIX):
+        try:
+            find_policy(champion_folder(spec))
+        except ChampionError as err:
+            raise PlayerSpecError(f"player '{spec}': {err}") from None
+        return spec.strip()
     for prefix in LOOKAHEAD_PREFIXES:
         if spec.startswith(prefix):
             path, sep, query = spec[len(prefix):].partition("?")
@@ -666,7 +674,7 @@ def external_spec_name(spec: str) -> str:
     """``run@iter`` for a policy; a search adds its settings: ``run@iter:search-depth=2``; a ``py:`` bot its spec."""
     from policies.checkpoints import find_policy
 
-    if spec.startswith("py:"):
+    if spec.startswith(("py:", CHAMPION_PREFIX)):
         return spec
     for prefix in LOOKAHEAD_PREFIXES:
         if spec.startswith(prefix):

@@ -110,6 +110,51 @@ def test_mcts_refuses_a_policy_without_a_critic(tmp_path):
     assert np.all(masks[np.arange(len(chosen)), chosen] == 1)
 
 
+def test_policy_opponents_over_a_ppo_policy_weigh_replies_by_its_own_actor(ppo_policy):
+    from ludo_env.engine.afterstates import expand_moves
+    from ludo_env.engine.layout import CURRENT
+    from tests.agents.test_search import reference_after
+
+    states, tab, masks = mid_game_positions(games=3, plies=30)
+    player = make_player(f"search:{ppo_policy}?depth=2&opponent=policy")
+    source = player.source
+    assert player.policy is source and source.has_policy
+    got = player.move_values(states, tab)
+    for b in range(states.shape[0]):
+        after, legal, _ = expand_moves(states[b:b + 1], tab)
+        me = int(states[b, CURRENT])
+        for t in np.flatnonzero(legal[0]):
+            want = reference_after(source, after[0, t], tab, 1, me, "policy", source)[me]
+            assert got[b, t] == pytest.approx(want, rel=1e-4, abs=1e-5)
+    chosen = player.act(states, tab, masks)
+    assert np.all(masks[np.arange(len(chosen)), chosen] == 1)
+
+
+def test_policy_probabilities_are_the_actors_softmax_over_legal_tokens(ppo_policy):
+    states, tab, masks = mid_game_positions(games=40)
+    source = load_value_source(ppo_policy)
+    shares = source.probabilities(states, tab, masks)
+    assert shares.shape == masks.shape and np.allclose(shares.sum(axis=1), 1.0)
+    assert np.all(shares[masks == 0] == 0) and np.all(shares[masks == 1] > 0)
+    greedy = make_player(f"ckpt:{ppo_policy}").act(states, tab, masks)  # the most likely token is the greedy one
+    assert np.array_equal(shares.argmax(axis=1), greedy)
+
+
+def test_policy_opponents_need_a_ppo_policy(tmp_path):
+    from ludo_env.core import ACTION_SPACE, observation_space
+    from policies.checkpoints import write_policy
+    from policies.modules import module_spec
+
+    config = {"obs": "egocentric", "variant": "classic", "players": 4, "network": {"kind": "mlp", "hidden": [8]},
+              "dueling": False, "double_q": True}
+    module = module_spec("dqn", observation_space("egocentric"), ACTION_SPACE, config).build()
+    folder = write_policy(tmp_path / "dqn", "dqn", config, module.state_dict())
+    with pytest.raises(PlayerSpecError, match=r"opponent=policy moves the other seats by a PPO policy's "
+                                              r"probabilities, and .* has none \(a dqn policy\)") as err:
+        make_player(f"search:{folder}?depth=2&opponent=policy")
+    assert "\n" not in str(err.value)
+
+
 def test_lookahead_players_join_a_league_by_spec(tmp_path, ppo_policy):
     from ludo_env.rules import Rules
     from policies.league.league import League, LeagueSettings

@@ -49,7 +49,7 @@ def test_each_entry_builds_its_module_scores_and_value(name):
     assert agent_side.scores_name and agent_side.scores_meaning
     assert isinstance(agent_side.config_class().model_config, dict)
     training = rllib_training(name)
-    assert set(training.progress(cfg, 0, {})) <= {"entropy", "epsilon", "q_mean"}
+    assert set(training.progress(cfg, 0, {})) <= {"entropy", "entropy_coeff", "epsilon", "q_mean"}
     assert training.warmup_steps(cfg) >= 0 and training.update_text(cfg)
 
 
@@ -122,3 +122,21 @@ def test_a_fake_algorithm_registered_once_is_found_everywhere(fake_algorithm):
 def test_a_fake_algorithms_settings_are_range_checked_like_the_others(fake_algorithm):
     with pytest.raises(ValueError, match=r"^algo.lr=0.0 is not allowed: give a number in \(0, 1\]$"):
         train_config("algo=fake", "algo.lr=0")
+
+
+def test_throughput_against_overrides_compares_the_default_with_them():
+    args, both, compared = train_throughput.parse(["--algos", "ppo", "--against", "network=token_set_2x",
+                                                   "algo.num_epochs=2", "--seconds", "5", "sampler.games=64"])
+    assert args.against == ["network=token_set_2x", "algo.num_epochs=2"] and args.seconds == 5
+    assert both == ["sampler.games=64"] and compared == args.against
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--against"], "--against needs launch/train.py overrides"),
+    (["--against", "network=token_set_2x", "--league", "alphastar"], "give it without --league and --per-game"),
+])
+def test_throughput_against_without_overrides_or_with_another_comparison_is_one_line(argv, words, capsys):
+    with pytest.raises(SystemExit) as done:
+        train_throughput.parse(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and len(err) == 1 and words in err[0]

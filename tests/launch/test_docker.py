@@ -53,6 +53,7 @@ def test_what_the_image_copies_exists_and_is_not_docker_ignored(name):
     copied = {source for *sources, _ in copies for source in sources}
     for package in ("ludo_env", "policies", "launch", "conf", "pyproject.toml", "README.md"):
         assert package in copied  # the editable install and conf/ lookup need every one of them
+    assert "benchmarks/policies" in copied  # champion:<variant> plays a shipped policy (policies.champions)
 
 
 @pytest.mark.parametrize("name", DOCKERFILES)

@@ -334,3 +334,26 @@ def test_an_agent_that_fails_is_replaced_by_random_and_the_page_says_so(browsers
     lines = read_records(saved_record(driver, records))
     assert {r["player"] for r in lines if r["seat"] == 1} == {"random"}
     assert notices.is_displayed() and console_errors(driver) == []
+
+
+def test_the_champion_is_offered_only_for_games_of_its_rule_set(browsers, server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    address, _ = server
+    driver = browsers()
+    driver.get(address)
+    WebDriverWait(driver, WAIT, poll_frequency=POLL).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+
+    def offered(variant: str, players: int) -> set[str]:
+        Select(driver.find_element(By.ID, "variant")).select_by_value(variant)
+        Select(driver.find_element(By.ID, "players")).select_by_value(str(players))
+        select = driver.find_element(By.ID, "opponent-0")
+        return {option.get_attribute("value") for option in select.find_elements(By.TAG_NAME, "option")}
+
+    assert "champion:classic" in offered("classic", 4)
+    assert "champion:classic" not in offered("pyludo", 4)
+    assert "champion:classic" not in offered("classic", 2)  # it was trained for four seats
+    assert {"bot:hybrid", "agent:0"} <= offered("pyludo", 4)
+    start_game(driver, address, "classic", 4, 0, ["champion:classic", "bot:random", "bot:random"], speed=0)
+    assert page_state(driver)["turn"] in ("roll", "move", "opponent")

@@ -54,6 +54,12 @@ LOADERS = [
      REFUSED),
     ("benchmarks/search_speed.py", "module", ["benchmarks/search_speed.py", "--value", "{F}", "--policy", "{F}"],
      REFUSED),
+    ("benchmarks/levers.py --reference", "module",
+     ["benchmarks/levers.py", "--reference", "{F}", "--lever", "mcts16", "--games", "4", "--cross-games", "4",
+      "--out", "{T}/levers"], REFUSED),
+    ("benchmarks/levers.py --candidate", "module",
+     ["benchmarks/levers.py", "--reference", "champion:classic", "--variant", "classic", "--candidate", "{F}",
+      "--label", "crafted", "--games", "4", "--cross-games", "4", "--out", "{T}/levers"], REFUSED),
 ]
 
 MAKERS = {"module": crafted_module_folder, "algorithm": crafted_algorithm_folder, "run": crafted_run_folder}

@@ -65,9 +65,20 @@ RLLIB_TRAINER = "launch.training.trainers.rllib"
 
 
 def learning_rate(cfg: TrainConfig) -> float | list[list[float]]:
-    """`algo.lr`, or with `algo.lr_end` RLlib's piecewise-linear schedule over sampled env steps: `lr` at 0,
-    `lr_end` at budget.env_steps, held after (a resumed run picks it up at its step count)."""
-    algo = cfg.algo
-    if algo.lr_end is None:
-        return algo.lr
-    return [[0, algo.lr], [cfg.budget.env_steps, algo.lr_end]]
+    """`algo.lr`, or with `algo.lr_end` its linear schedule (`linear_schedule`)."""
+    return linear_schedule(cfg, cfg.algo.lr, cfg.algo.lr_end)
+
+
+def linear_schedule(cfg: TrainConfig, start: float, end: float | None) -> float | list[list[float]]:
+    """`start` throughout when `end` is None, else RLlib's piecewise-linear schedule over sampled env steps:
+    `start` at 0, `end` at `schedule_end` (held after). RLlib moves it by the run's env steps, which a checkpoint
+    keeps, so a resumed run goes on where it stopped (PPO's entropy schedule needs `resume_schedules` too)."""
+    if end is None:
+        return start
+    return [[0, start], [schedule_end(cfg), end]]
+
+
+def schedule_end(cfg: TrainConfig) -> int:
+    """The env step where a schedule (``algo.lr_end``, ``algo.entropy_coeff_end``) reaches its end value:
+    ``algo.schedule_env_steps``, else budget.env_steps."""
+    return int(cfg.algo.schedule_env_steps or cfg.budget.env_steps)

@@ -6,9 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, TrainConfig, learning_rate
+from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY
+
+from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, TrainConfig, learning_rate, \
+    linear_schedule
 from launch.training.ppo_learner import SharedMinibatchPPOLearner
-from launch.training.settings import AT_LEAST_ONE, CLIP, COEFFICIENT, SHARE, Range, RLlibSettings
+from launch.training.settings import AT_LEAST_ONE, CLIP, COEFFICIENT, LARGEST, SHARE, Range, RLlibSettings
 from policies.algorithms import module_algorithm
 
 if TYPE_CHECKING:
@@ -32,6 +35,9 @@ class PPOSettings(RLlibSettings):
     """Value-function clip (in reward units)."""
     entropy_coeff: float = 0.01
     """Entropy bonus."""
+    entropy_coeff_end: float | None = None
+    """Entropy bonus at the end of the run, reached linearly from `entropy_coeff` over budget.env_steps (or
+    `schedule_env_steps`; RLlib's own entropy schedule on sampled env steps), then held; None: constant."""
     kl_coeff: float = 0.0
     """KL penalty (0: clip only)."""
     vf_share_layers: bool = False
@@ -41,6 +47,7 @@ class PPOSettings(RLlibSettings):
         **RLlibSettings.RANGES, "gae_lambda": SHARE,
         "minibatch_size": AT_LEAST_ONE, "num_epochs": AT_LEAST_ONE, "clip_param": Range(0, 10, low_open=True),
         "vf_loss_coeff": COEFFICIENT, "vf_clip_param": CLIP, "entropy_coeff": COEFFICIENT, "kl_coeff": COEFFICIENT,
+        "entropy_coeff_end": Range(0, LARGEST, null_ok=True),
     }
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"name": ("ppo",)}
 
@@ -67,7 +74,7 @@ def apply(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
         clip_param=algo.clip_param,
         vf_loss_coeff=algo.vf_loss_coeff,
         vf_clip_param=algo.vf_clip_param,
-        entropy_coeff=algo.entropy_coeff,
+        entropy_coeff=linear_schedule(cfg, algo.entropy_coeff, algo.entropy_coeff_end),
         use_kl_loss=algo.kl_coeff > 0,
         kl_coeff=algo.kl_coeff,
         grad_clip=algo.grad_clip,
@@ -78,7 +85,8 @@ def apply(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
 
 
 def progress(cfg: TrainConfig, env_steps: int, learner: Mapping[str, Any]) -> dict[str, Any]:
-    return {"entropy": learner.get("entropy")}
+    # The entropy coefficient in force after the update: its schedule's value at this step.
+    return {"entropy": learner.get("entropy"), "entropy_coeff": learner.get(LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY)}
 
 
 ALGORITHM = Algorithm("ppo", PPOSettings, RLLIB_TRAINER, RLlibTraining(

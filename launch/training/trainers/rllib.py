@@ -103,6 +103,7 @@ class LeagueSelfPlay(Trainer):
         self.algo = algo = algo_config.build_algo()
         if self.resumed is not None:
             restore(algo, run, self.resumed)
+            resume_schedules(algo, state.env_steps)
         else:
             self.init = start_from_policy(algo, cfg, evaluator)
         # The league database is the truth about snapshots (it may be ahead of the checkpoint): load them all.
@@ -280,6 +281,24 @@ def model_differences(cfg: TrainConfig, meta: dict[str, Any], keys) -> tuple[dic
     now = leaves(json.loads(json.dumps({key: value for key, value in build.main_model_config(cfg).items()
                                         if key in keys})))
     return before, now, [key for key, value in before.items() if key in now and now[key] != value]
+
+
+def resume_schedules(algo, env_steps: int) -> None:
+    """Every learner's entropy schedules moved to `env_steps`, where the resumed run is. RLlib rebuilds them at
+    their first value and moves them only after an update, so the first update of a resumed run would otherwise
+    use the entropy coefficient of step 0 (the learning rate needs nothing: its optimizer's state, restored from
+    the checkpoint, holds the rate in force)."""
+
+    def move(learner, _steps=env_steps):
+        schedules = getattr(learner, "entropy_coeff_schedulers_per_module", None)  # PPO's learners have them
+        if schedules is not None:
+            for module_id in learner.module.keys():
+                if learner.should_module_be_updated(module_id):
+                    schedules[module_id].update(timestep=_steps)
+
+    for call in algo.learner_group.foreach_learner(move):
+        if not call.ok:  # a remote learner's error comes back as a value
+            raise call.get()
 
 
 # ---------------------------------------------------------------- 1. init: main starts from a saved policy

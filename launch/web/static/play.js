@@ -35,10 +35,14 @@ function fillSetup() {
     const select = document.createElement("select");
     select.id = `opponent-${k}`;
     select.className = "opponent";
-    for (const kind of ["bot", "agent", "league"]) {
+    // An opponent that names its rule set (a champion) is offered only for games of that rule set.
+    const fits = (o) => o.variant === undefined || (o.variant === variant.name && o.players === n);
+    for (const kind of ["bot", "champion", "agent", "league"]) {
       const group = document.createElement("optgroup");
-      group.label = {bot: "Seed bots", agent: "Agents", league: "League members"}[kind];
-      for (const o of options.opponents.filter((o) => o.kind === kind)) group.appendChild(new Option(o.label, o.id));
+      group.label = {bot: "Seed bots", champion: "Champion", agent: "Agents", league: "League members"}[kind];
+      for (const o of options.opponents.filter((o) => o.kind === kind && fits(o))) {
+        group.appendChild(new Option(o.label, o.id));
+      }
       if (group.children.length) select.appendChild(group);
     }
     select.value = previous[k] || "bot:hybrid";
