@@ -12,9 +12,10 @@ it (until the next ``algo.train()`` starts) and the seconds of each part inside 
 stall. It prints the table of the stalls that did upkeep (those with a part over `UPKEEP_MIN_S`): each part's
 median and mean seconds per stall and its share of the stalls' time and of the wall time.
 
-Only what runs in the driver is timed: with the upkeep in the background (``upkeep.background=true``) the
-table is what is left on the training path (the capture of a checkpoint's copy, waits for a job still
-running), and the background jobs' own seconds are not in it.
+Only what runs in the driver's main thread is timed: with the upkeep in the background
+(``upkeep.background=true``) the table is what is left on the training path (the capture of a checkpoint's
+copy, waits for a job still running), and the background jobs' own seconds (in the league's worker, in the
+checkpoint thread) are not in it.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import os
 import runpy
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -80,6 +82,8 @@ class Clock:
 
         @functools.wraps(original)
         def timed(*args, **kwargs):
+            if threading.current_thread() is not threading.main_thread():  # a background thread's, not a stall's
+                return original(*args, **kwargs)
             self.depth[key] += 1
             start = time.perf_counter()
             try:

@@ -25,6 +25,7 @@ resources   `ResourcesConfig`                 laptop, workstation, cluster_gpu
 budget      `BudgetConfig`                    minutes30, steps1m
 eval        `EvalConfig`                      panel
 checkpoint  `CheckpointConfig`                every10
+upkeep      `UpkeepConfig`                    background
 wandb       `WandbConfig`                     offline
 exp         (``# @package _global_`` bundles) dqn_selfplay, ppo_selfplay, smoke, ga_ann, imitate, td_lambda
 ==========  ================================  =========================================
@@ -167,6 +168,15 @@ class CheckpointConfig:
 
 
 @dataclass
+class UpkeepConfig:
+    background: bool = True
+    """RLlib trainers: play the league's panel evaluations and rating rounds in a worker beside training (a Ray
+    actor at the EnvRunners' niceness) and write checkpoints in a thread, each from a copy taken between two
+    iterations, so training waits for none of them (docs/upkeep.md). false: every job runs on the training
+    path and is waited for, as runs did before (benchmarks/train_throughput.py --end-to-end compares them)."""
+
+
+@dataclass
 class WandbConfig:
     mode: str = "offline"
     """offline, online or disabled (WANDB_MODE in the environment wins)."""
@@ -197,6 +207,7 @@ class TrainConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    upkeep: UpkeepConfig = field(default_factory=UpkeepConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     name: str = "selfplay"
     """Run name (wandb, summary)."""
