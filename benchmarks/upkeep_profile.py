@@ -3,6 +3,7 @@ upkeep between two ``algo.train()`` calls.
 
     python benchmarks/upkeep_profile.py --out profile.json -- +exp=ppo_selfplay budget.minutes=2.5
     python benchmarks/upkeep_profile.py --out profile.json -- +exp=dqn_selfplay budget.minutes=2.5 upkeep.background=false
+    python benchmarks/upkeep_profile.py --table profile.json                 # the table of an earlier run again
 
 Everything after ``--`` is ``launch/train.py``'s command line. The script wraps the functions in `PARTS` (a
 part whose function this code base does not have is left out, so the same script profiles older commits:
@@ -53,7 +54,7 @@ PARTS: dict[str, tuple[str, ...]] = {
                    "launch.training.trainers.rllib:LeagueSelfPlay.checkpoint"),
     "checkpoint: RLlib's save_to_path": ("ray.rllib.algorithms.algorithm:Algorithm.save_to_path",),
     "checkpoint: the signature": ("launch.training.runs:sign_checkpoint",),
-    "checkpoint: the consistent copy": ("launch.training.upkeep:frozen_copy",),
+    "checkpoint: the consistent copy": ("launch.training.trainers.rllib:LeagueSelfPlay.capture",),
     "waiting for a background job": ("launch.training.upkeep:BackgroundJob.wait",),
     "new matchmaker": ("launch.training.trainers.rllib:install_matchmaker",),
     "best policy": ("launch.training.loop:keep_best",),
@@ -61,6 +62,10 @@ PARTS: dict[str, tuple[str, ...]] = {
 }
 """Part -> the functions (``module:attribute``) whose time it is; a ``round:`` part is inside the rating round,
 a ``checkpoint:`` part inside the checkpoint."""
+RESTS = {"round: SQLite writes and the rest": ("rating round", "round: "),
+         "checkpoint: policy/, run state, rename, pruning": ("checkpoint", "checkpoint: ")}
+"""Rows the table works out: what is left of a part once the parts inside it are taken away (the rating round's
+transaction, the line-ups' schedule; a checkpoint's policy folder, run state, rename and pruning)."""
 UPKEEP_MIN_S = 0.05
 """A stall with a part this long did upkeep (an iteration without any is only the loop's own bookkeeping)."""
 
@@ -149,9 +154,16 @@ def table(records: list[dict[str, Any]]) -> dict[str, Any]:
     wall = sum(r["train_s"] + r["stall_s"] for r in skip_first)
     stall_total = sum(r["stall_s"] for r in upkeep)
     rows = []
-    for part in [*PARTS, "other"]:
+    order = list(PARTS)
+    for rest, (_, inside) in RESTS.items():  # after the last part inside its whole
+        order.insert(max(i for i, part in enumerate(order) if part.startswith(inside)) + 1, rest)
+    for part in [*order, "other"]:
         if part == "other":
             values = [r["stall_s"] - sum(v for k, v in r["parts"].items() if ":" not in k) for r in upkeep]
+        elif part in RESTS:
+            whole, inside = RESTS[part]
+            values = [r["parts"].get(whole, 0.0) - sum(v for k, v in r["parts"].items() if k.startswith(inside))
+                      for r in upkeep]
         else:
             values = [r["parts"].get(part, 0.0) for r in upkeep]
         if not any(values):
@@ -173,13 +185,16 @@ def print_table(summary: dict[str, Any]) -> None:
           f"median algo.train() {summary['median_train_s'] or 0:.2f} s, median upkeep stall "
           f"{summary['median_stall_s'] or 0:.2f} s; upkeep stalls {100 * summary['stalls_share_of_wall']:.1f}% "
           f"of the wall time (all time outside algo.train(): {100 * summary['all_stalls_share_of_wall']:.1f}%)")
-    print(f"{'part':<36}{'median s':>10}{'mean s':>10}{'of stalls':>11}{'of wall':>10}")
+    print(f"{'part':<48}{'median s':>10}{'mean s':>10}{'of stalls':>11}{'of wall':>10}")
     for row in summary["parts"]:
-        print(f"{row['part']:<36}{row['median_s']:>10.3f}{row['mean_s']:>10.3f}"
+        print(f"{row['part']:<48}{row['median_s']:>10.3f}{row['mean_s']:>10.3f}"
               f"{100 * row['share_of_stalls']:>10.1f}%{100 * row['share_of_wall']:>9.1f}%")
 
 
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--table"] and len(argv) == 2:
+        print_table(table(json.loads(Path(argv[1]).read_text())["records"]))
+        return
     if "--" not in argv:
         print("error: give launch/train.py's arguments after --, e.g. -- +exp=ppo_selfplay budget.minutes=2.5",
               file=sys.stderr)

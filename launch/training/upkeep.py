@@ -55,15 +55,13 @@ def done_now(run: Callable[[], Any]) -> Future:
 
 
 def failure_text(err: BaseException) -> str:
-    """What a job raised, in one line; a Ray task's error is the error it wraps, without Ray's traceback."""
+    """What a job raised, in one line: a Ray task's error is the error it wraps (``RayTaskError.cause``), without
+    Ray's traceback; a worker that died is Ray's first line about it."""
     cause = getattr(err, "cause", None)
     if isinstance(cause, BaseException):
         err = cause
     text = one_line(err) if str(err).strip() else ""
-    name = type(err).__name__
-    if name.startswith("RayTaskError(") or name == "RayActorError" or name == "ActorDiedError":
-        text = text.split(" The actor died")[0] if "The actor died" in text and len(text) > 200 else text
-    return f"{name}: {text[:300]}" if text else name
+    return f"{type(err).__name__}: {text[:300]}" if text else type(err).__name__
 
 
 class BackgroundJob:
@@ -112,12 +110,13 @@ class BackgroundJob:
 
     def _take(self, stopping: bool = False) -> bool:
         label, future = self._pending
-        self._pending = None
         try:
-            result = future.result()
+            result = future.result()  # a Ctrl-C while waiting leaves the job pending: the save after it waits again
         except Exception as err:  # whatever the job raised, or its process dying: the job's failure
+            self._pending = None
             self.failed(label, failure_text(err), stopping)
             return True
+        self._pending = None
         if isinstance(result, Stop):
             if not stopping:
                 raise UserError(result.reason)
