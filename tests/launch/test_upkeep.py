@@ -175,6 +175,34 @@ def test_a_run_killed_in_the_middle_of_a_background_round_resumes_with_every_rou
     assert [r["iteration"] for r in rounds[1:] if r["label"] == "training"] == list(range(resumed + 1, 7))
 
 
+def test_a_stop_while_a_round_plays_beside_training_waits_for_it_and_saves_it_with_the_run(tmp_path, env):
+    import signal
+    import time
+
+    run = tmp_path / "run"
+    env.setenv("UPKEEP_BOT_SLEEP", "10")  # the worker's first round, under way when the scheduler's stop comes
+    proc = subprocess.Popen([sys.executable, "launch/train.py", *ARGS, "league.max_snapshots=0", "budget.iterations=50",
+                             f"hydra.run.dir={run}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=script_env())
+    try:
+        deadline = time.monotonic() + 300
+        while not in_worker(bot_log("sleeping")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-3000:]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    stopped = int(out.split("stopped at iteration ")[1].split(":")[0])
+    assert f"resume with: python launch/train.py resume={run}" in out
+    checkpoint = RunDir(run).checkpoint_dirs()[-1]
+    state = RunDir(run).read_state(checkpoint)
+    assert state.iteration == stopped and 1 in [e["iteration"] for e in state.evaluations]  # nothing lost
+    assert [r["iteration"] for r in rounds_complete(run)] == [1]
+    verify_checkpoint(checkpoint)
+
+
 def test_a_run_killed_while_a_checkpoint_is_written_in_the_background_resumes_from_the_last_complete_one(
         tmp_path, env):
     run = tmp_path / "run"

@@ -7,7 +7,7 @@ In the league's worker (a title with `WORKER`) it also, when the environment say
 
 ``UPKEEP_BOT_SLEEP=<seconds>``
     sleeps that long (logged first, ``"event": "sleeping"``), once, in a rating round that starts after the run's
-    league database ``UPKEEP_BOT_DB`` holds ``UPKEEP_BOT_SLEEP_AFTER`` rounds (default 0): a round long enough
+    league database ``UPKEEP_BOT_DB`` holds ``UPKEEP_BOT_SLEEP_AFTER`` rounds (unset: the first round): a round long enough
     to kill the run in the middle of, after the rounds before it were recorded;
 ``UPKEEP_BOT_DIE=<n>``
     ends its process at once (``os._exit``, as a crash would) on its first call, the first n times over the run
@@ -67,8 +67,9 @@ class Marks:
             if in_worker and len(logged("dying")) < int(os.environ.get("UPKEEP_BOT_DIE", "0")):
                 log("dying")
                 os._exit(3)
+        after = int(os.environ.get("UPKEEP_BOT_SLEEP_AFTER", "0"))
         if in_worker and not self.slept and float(os.environ.get("UPKEEP_BOT_SLEEP", "0")) and \
-                rounds_recorded() >= int(os.environ.get("UPKEEP_BOT_SLEEP_AFTER", "0")):
+                (not after or rounds_recorded() >= after):
             self.slept = True
             log("sleeping")
             time.sleep(float(os.environ["UPKEEP_BOT_SLEEP"]))
