@@ -156,7 +156,8 @@ class EvalConfig:
     """Dice seed of the evaluation games (the same games every time)."""
     threads: int = 0
     """Threads playing the panel games at once (`policies.tournament`, Threads); 0: one per core. Evaluations
-    run between training iterations, when the learner waits; the results do not depend on it."""
+    run beside training, in the league's worker (``upkeep.background``), or between iterations while the
+    learner waits; the results do not depend on it."""
 
 
 @dataclass
