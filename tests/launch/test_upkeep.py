@@ -304,7 +304,6 @@ def test_a_checkpoint_is_written_from_the_copy_taken_between_two_iterations(tmp_
 
     import ray
 
-    from launch.training.runs import RunState
     from launch.training.trainers.rllib import LeagueSelfPlay, push_weights, write_checkpoint
     from launch.training.watchdog import MARKER
     from policies.league.pool import MAIN
