@@ -1,5 +1,5 @@
 """Which levers move strength: a candidate main against a reference main at equal env steps, in the cross-play and
-against the panels, with intervals, and whether the lever joins the default (docs/pages/results/2026-11-27-strength-scaling.md).
+against the panels, with intervals, and whether the lever joins the default (the strength study among the docs' results pages).
 
     python benchmarks/levers.py --list                                                  # the levers, what each is
     python benchmarks/levers.py --reference outputs/scaling/milestones/pyludo_s0/8M --lever width2x --train

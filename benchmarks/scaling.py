@@ -6,7 +6,7 @@
     python benchmarks/scaling.py --only report --plot docs/pages/results/scaling.png --table docs/pages/results/scaling-table.md
     python benchmarks/scaling.py resources.env_runners=2            # launch/train.py overrides for every start
 
-Each rule set's run (docs/pages/results/2026-11-27-strength-scaling.md):
+Each rule set's run (the strength study among the docs' results pages):
 
   train    one default ``launch/train.py +exp=ppo_selfplay variant=<v> seed=<s>`` run in ``<out>/runs/<v>_s<s>``,
            taken from milestone to milestone (``--milestones``, default 2, 4, 8, 16, 32 and 64M env steps): each

@@ -10,8 +10,10 @@ The loop owns the run's lifecycle, written once:
    `launch.training.runs.budget_spent`: env steps, iterations, minutes over every
    start), ``advance`` then ``report``; each report is a row in
    ``metrics.jsonl`` and wandb and a progress line; a save every
-   ``save_every`` steps and when the budget is spent;
-4. Ctrl-C and SIGTERM (a scheduler's stop) save and say how to resume;
+   ``save_every`` steps (`Trainer.checkpoint`: a trainer may finish it in the
+   background, `launch.training.upkeep`) and when the budget is spent;
+4. Ctrl-C and SIGTERM (a scheduler's stop) save and say how to resume; a save
+   that fails (a full disk) is one line naming the newest complete checkpoint;
 5. after the last step: a save if the last step has none, the trainer's
    ``finish`` (the policy to evaluate), the final evaluation
    (``eval.final_games`` against ``eval.panel``), the summary (lines and
@@ -19,7 +21,9 @@ The loop owns the run's lifecycle, written once:
 6. the best policy, for a trainer that can write its policy at any step
    (`Trainer.policy_writer`): after each evaluation during training whose
    `launch.training.runs.panel_score` beats the run's best so far, the policy as
-   trained then becomes ``<run>/best/`` (`keep_best`); at the end the last
+   trained then becomes ``<run>/best/`` (`keep_best`; an evaluation taken up
+   iterations after it was asked for brings the writer of the policy it played,
+   `Report.evaluated`); at the end the last
    and the best-evaluated policy both play the final evaluation, and the
    higher score is the run's best (`settle_best`). Late iterates of DQN swing
    by several points; best/ is what a user plays or exports when it matters.
@@ -41,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from hydra.core.hydra_config import HydraConfig
 
 from launch.training import build
-from launch.cli import UserError
+from launch.cli import UserError, one_line
 from launch.training.runs import (
     SCORE_BY,
     SELECTION,
@@ -67,12 +71,17 @@ if TYPE_CHECKING:
 @dataclass
 class Report:
     """One step's row for ``metrics.jsonl`` and wandb and its progress line (the loop adds the newest
-    evaluation); RLlib's raw result and a league that played a rating round go to wandb too."""
+    evaluation); RLlib's raw result and the league's ranking after a rating round go to wandb too."""
 
     row: dict[str, Any]
     line: str
     raw: dict[str, Any] = field(default_factory=dict)
-    league: Any = None
+    ranking: list[dict[str, Any]] | None = None
+    """The league's ranking rows (`policies.league.leaderboard.ranking`) after a rating round taken up now."""
+    evaluated: list[tuple[dict[str, Any], Callable[[Path], None]]] = field(default_factory=list)
+    """Evaluations taken up now, oldest first, that played other weights than the current ones (asked for
+    iterations ago, played beside training), each with ``write(folder)``, which writes the policy it played,
+    for best/ (`keep_best`). The row carries the newest."""
 
 
 class Trainer(abc.ABC):
@@ -118,7 +127,14 @@ class Trainer(abc.ABC):
 
     @abc.abstractmethod
     def save(self, state: RunState) -> Path:
-        """Write the state a resume starts from, atomically; returns what was written."""
+        """Write the state a resume starts from, atomically; returns what was written, complete (a trainer that
+        saves in the background waits for that first)."""
+
+    def checkpoint(self, state: RunState) -> Path:
+        """A save every `save_every` steps while training goes on: by default `save`. A trainer may take a
+        consistent copy now and write it in the background (returning where it will be): a save that fails
+        there must not stop the run, and the next `save` waits for it."""
+        return self.save(state)
 
     def finish(self, state: RunState, saved: Path | None) -> Path | None:
         """After the last save: the policy folder to evaluate and name in the summary (None: there is none)."""
@@ -167,24 +183,31 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
             state.elapsed_s = time.perf_counter() - started
             report = trainer.report(state)
             if report is not None:
-                new_best = keep_best(trainer, state)
+                new_best = keep_best(trainer, state, report.evaluated)
                 run_dir.append_metrics(report.row)
-                logger.log(report.raw, report.row, report.league)
+                logger.log(report.raw, report.row, report.ranking)
                 if cfg.progress:
                     print(report.line + eval_suffix(state.evaluations) + (" | new best" if new_best else ""),
                           flush=True)
-            if (trainer.save_every and state.iteration % trainer.save_every == 0) or trainer.budget_spent(state):
-                saved, saved_at = trainer.save(state), state.iteration
+            if trainer.budget_spent(state):
+                saved, saved_at = save(trainer, state), state.iteration
+            elif trainer.save_every and state.iteration % trainer.save_every == 0:
+                saved, saved_at = trainer.checkpoint(state), state.iteration
     except UserError as err:  # an agent that fails mid-run (a panel bot of the user's): keep what was trained
         state.elapsed_s = time.perf_counter() - started
-        saved = trainer.save(state)
+        saved = None if isinstance(err, SaveFailed) else saved_when_stopping(trainer, state)
         logger.finish()
         trainer.close()
         raise UserError(stopped_after(err, trainer, state, saved)) from None
     except KeyboardInterrupt as stop:
         print(f"\nstopped at {trainer.unit} {state.iteration}: saving {trainer.saves}", flush=True)
         state.elapsed_s = time.perf_counter() - started
-        saved = trainer.save(state)
+        try:
+            saved = save(trainer, state)
+        except SaveFailed:
+            logger.finish()
+            trainer.close()
+            raise
         if trainer.resumable:
             print(f"resume with: python launch/train.py resume={run_dir.path}", flush=True)
         else:
@@ -193,7 +216,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
         trainer.close()
         raise SystemExit(stopped_status(stop))  # saved; the status still says the run was stopped, not done
     if saved_at != state.iteration or saved is None:
-        saved = trainer.save(state)
+        saved = save(trainer, state)
 
     policy = trainer.finish(state, saved)
     try:
@@ -213,8 +236,39 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
     trainer.close()
 
 
-def stopped_after(err: UserError, trainer: Trainer, state: RunState, saved: Path | None) -> str:
+class SaveFailed(UserError):
+    """A save that could not be written (a full disk): what was saved before it is the run's end."""
+
+
+def save(trainer: Trainer, state: RunState) -> Path:
+    """`Trainer.save`; a failure to write it (`OSError`: a full disk, a folder gone) is `SaveFailed`, one line
+    naming the newest complete checkpoint, which the failed save leaves as it was."""
+    try:
+        return trainer.save(state)
+    except OSError as err:
+        newest = trainer.run.checkpoint_dirs()
+        kept = f"the newest complete one is {newest[-1]}" if newest else "the run has no complete one"
+        resume = f" (resume with: python launch/train.py resume={trainer.run.path})" if newest and \
+            trainer.resumable else ""
+        raise SaveFailed(f"{trainer.saves} at {trainer.unit} {state.iteration} could not be written "
+                         f"({err.strerror or one_line(err)}{': ' + str(err.filename) if err.filename else ''}); "
+                         f"{kept}{resume}") from None
+
+
+def saved_when_stopping(trainer: Trainer, state: RunState) -> Path | SaveFailed:
+    """The save of a run stopped by an error: what was written, or why nothing could be."""
+    try:
+        return save(trainer, state)
+    except SaveFailed as failed:
+        return failed
+
+
+def stopped_after(err: UserError, trainer: Trainer, state: RunState, saved: Path | SaveFailed | None) -> str:
     """The one line of a run stopped mid-way by `err`: what failed, what was saved, how to go on."""
+    if isinstance(err, SaveFailed):
+        return f"{err}; the run stopped at {trainer.unit} {state.iteration}"
+    if isinstance(saved, SaveFailed):
+        return f"{err}; the run stopped at {trainer.unit} {state.iteration}, and {saved}"
     line = f"{err}; the run stopped at {trainer.unit} {state.iteration} after saving {saved}"
     if trainer.resumable:
         line += f" (resume with: python launch/train.py resume={trainer.run.path})"
@@ -275,20 +329,31 @@ def best_record(cfg, iteration: int, env_steps: int, evaluation: dict[str, Any])
             "panel": list(cfg.eval.panel), "evaluation": evaluation}
 
 
-def keep_best(trainer: Trainer, state: RunState) -> bool:
+def keep_best(trainer: Trainer, state: RunState,
+              evaluated: Sequence[tuple[dict[str, Any], Callable[[Path], None]]] = ()) -> bool:
     """After a step whose report evaluated the policy: when that evaluation's `panel_score` beats best/'s (or
-    best/ is missing, or was chosen on another panel), the policy as trained now becomes best/. Returns whether
-    it did."""
+    best/ is missing, or was chosen on another panel), the policy it played becomes best/: the policy as trained
+    now or, for each evaluation of `evaluated` (taken up iterations after it was asked for, `Report.evaluated`),
+    the one its writer writes, the weights it played. Returns whether best/ changed."""
     write = trainer.policy_writer()
-    newest = state.evaluations[-1] if state.evaluations else None
-    if write is None or newest is None or newest["iteration"] != state.iteration:
+    if write is None:
         return False
-    current = trainer.run.best_selection()
-    if (current is not None and current["panel"] == list(trainer.cfg.eval.panel)
-            and current["score"] >= panel_score(newest)):
-        return False
-    trainer.run.save_best(best_record(trainer.cfg, state.iteration, state.env_steps, newest), write)
-    return True
+    if not evaluated:
+        newest = state.evaluations[-1] if state.evaluations else None
+        if newest is None or newest["iteration"] != state.iteration:
+            return False
+        evaluated = [(newest, write)]
+    changed = False
+    for evaluation, write_evaluated in evaluated:
+        current = trainer.run.best_selection()
+        if (current is not None and current["panel"] == list(trainer.cfg.eval.panel)
+                and current["score"] >= panel_score(evaluation)):
+            continue
+        record = best_record(trainer.cfg, evaluation["iteration"], evaluation.get("env_steps", state.env_steps),
+                             evaluation)
+        trainer.run.save_best(record, write_evaluated)
+        changed = True
+    return changed
 
 
 def settle_best(trainer: Trainer, state: RunState, policy: Path | None,

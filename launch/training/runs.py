@@ -18,9 +18,12 @@ Layout of ``<run_dir>`` (the Hydra output folder)::
     summary.json             the final results
     wandb/                   the wandb run
 
-A checkpoint is written into a hidden temporary folder and renamed into
-place, so ``iter_*`` folders are always complete; a run killed while saving
-leaves only a temporary folder, which the next save removes. The league
+A checkpoint is written into a hidden temporary folder, flushed to the disk
+and renamed into place, so ``iter_*`` folders are always complete; a run
+killed while saving leaves only a temporary folder, which the next save
+removes, and a save that fails (a full disk) removes its own. The RLlib
+trainer writes its checkpoints in a thread, from a copy of the state taken
+between two iterations (`launch.training.upkeep`). The league
 database commits each change as it happens and is not rolled back on a
 resume: snapshots frozen after the last checkpoint stay in the league.
 
@@ -130,17 +133,29 @@ class RunDir:
             return []
         return sorted(p for p in self.checkpoints.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir())
 
+    def checkpoint_folder(self, iteration: int) -> Path:
+        """Where the checkpoint of `iteration` is once complete."""
+        return self.checkpoints / f"{CHECKPOINT_PREFIX}{iteration:06d}"
+
     def save_checkpoint(self, iteration: int, run_state: RunState, write_parts, keep: int) -> Path:
-        """Write a checkpoint: ``write_parts(folder)`` fills algorithm/ and policy/, then the run state, then a rename."""
+        """Write a checkpoint: ``write_parts(folder)`` fills algorithm/ and policy/, then the run state and the
+        signature, every file flushed to the disk, then a rename. A write that fails (a full disk) removes what it
+        wrote and leaves the checkpoints before it as they were. One checkpoint is written at a time: a
+        temporary folder of another save, a killed one's, is removed first."""
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         for stale in self.checkpoints.glob(".tmp-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        final = self.checkpoints / f"{CHECKPOINT_PREFIX}{iteration:06d}"
+        final = self.checkpoint_folder(iteration)
         tmp = self.checkpoints / f".tmp-{final.name}-{os.getpid()}"
-        write_parts(tmp)
-        write_json(tmp / RUN_STATE, run_state.to_dict())
-        if self.algorithm_of(tmp).is_dir():  # RLlib's pickles: signed, so that a resume can tell they are ours
-            sign_checkpoint(tmp)
+        try:
+            write_parts(tmp)
+            write_json(tmp / RUN_STATE, run_state.to_dict())
+            if self.algorithm_of(tmp).is_dir():  # RLlib's pickles: signed, so that a resume can tell they are ours
+                sign_checkpoint(tmp)
+            _fsync_tree(tmp)  # a full disk shows at the latest here, before the rename, not in a later read
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         if final.exists():  # the same iteration saved twice (a resume that stopped at once)
             shutil.rmtree(final)
         os.rename(tmp, final)
@@ -745,6 +760,20 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1) + "\n")
 
 
+def _fsync_tree(folder: Path) -> None:
+    """Every file under `folder`, then every folder, flushed to the disk."""
+    for path in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
+        if path.is_file() and not path.is_symlink():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        elif path.is_dir():
+            _fsync_dir(path)
+    _fsync_dir(folder)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -887,17 +916,18 @@ class WandbLogger:
         )
         self.log_checkpoint = cfg.wandb.log_checkpoint
 
-    def log(self, result: dict, row: dict[str, Any], league=None) -> None:
-        """One iteration's metrics; with `league` (a rating round was played) its ranking table too."""
+    def log(self, result: dict, row: dict[str, Any], ranking: list[dict[str, Any]] | None = None) -> None:
+        """One iteration's metrics; with `ranking` (the league's ranking rows after a rating round, read where
+        the round was played) its table too."""
         if self.run is None:
             return
         metrics = {f"rllib/{k}": v for k, v in flatten(result).items()}
         metrics.update({f"progress/{k}": v for k, v in row.items() if v is not None and "/" not in k})
         metrics.update({k: v for k, v in row.items() if "/" in k and v is not None})
-        if league is not None:
+        if ranking:
             from policies.league.leaderboard import ranking_table
 
-            metrics["league/ranking"] = ranking_table(league.store)
+            metrics["league/ranking"] = ranking_table(ranking)
         self.run.log(metrics, step=row["iteration"])
 
     def finish(self, final: dict | None = None, policy: Path | None = None, best: dict | None = None) -> None:

@@ -25,7 +25,8 @@ Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.p
 | wandb | `WandbConfig` | offline |
 | exp | (``# @package _global_`` bundles, added as ``+exp=<choice>``) | dqn_selfplay, ga_ann, imitate, ppo_selfplay, smoke, smoke_dqn, td_lambda |
 
-`sampler` (`SamplerConfig`), `eval` (`EvalConfig`) and `checkpoint` (`CheckpointConfig`) have no ``conf/`` group:
+`sampler` (`SamplerConfig`), `eval` (`EvalConfig`), `checkpoint` (`CheckpointConfig`) and `upkeep`
+(`UpkeepConfig`) have no ``conf/`` group:
 their keys are set one by one (``eval.games=2000``). Hydra's own ``hydra/launcher`` group (``conf/hydra/launcher``:
 slurm) runs ``-m`` sweeps as SLURM jobs. Every key of every group, with its default and what it means, is on the
 docs site's train reference, generated from this module and ``conf/``.
@@ -158,7 +159,8 @@ class EvalConfig:
     """Dice seed of the evaluation games (the same games every time)."""
     threads: int = 0
     """Threads playing the panel games at once (`policies.tournament`, Threads); 0: one per core. Evaluations
-    run between training iterations, when the learner waits; the results do not depend on it."""
+    run beside training, in the league's worker (``upkeep.background``), or between iterations while the
+    learner waits; the results do not depend on it."""
 
 
 @dataclass
@@ -167,6 +169,15 @@ class CheckpointConfig:
     """Iterations between checkpoints; the last iteration is always saved."""
     keep: int = 3
     """Checkpoints kept on disk (newest)."""
+
+
+@dataclass
+class UpkeepConfig:
+    background: bool = True
+    """RLlib trainers: play the league's panel evaluations and rating rounds in a worker beside training (a Ray
+    actor at the EnvRunners' niceness) and write checkpoints in a thread, each from a copy taken between two
+    iterations, so training waits for none of them (docs/pages/concepts/upkeep.md). false: every job runs on the training
+    path and is waited for, as runs did before (benchmarks/train_throughput.py --end-to-end compares them)."""
 
 
 @dataclass
@@ -200,6 +211,7 @@ class TrainConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    upkeep: UpkeepConfig = field(default_factory=UpkeepConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     name: str = "selfplay"
     """Run name (wandb, summary)."""

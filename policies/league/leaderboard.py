@@ -1,7 +1,7 @@
 """The league leaderboard: a ranking of the members and a self-contained HTML dashboard.
 
     rows = ranking(store)                       # one dict per member, strongest first
-    run.log({"league/ranking": ranking_table(store)})
+    run.log({"league/ranking": ranking_table(rows)})
     Path("leaderboard.html").write_text(render_html(store, metrics, title="ppo_selfplay"))
 
 `ranking` orders every member who ever joined (evicted ones too, marked by
@@ -32,7 +32,8 @@ once, in the head; a server gives ``plotly_src``, its cached copy, instead) with
 * ``#head-to-head``: the share of the games both played in which the row member
   finished ahead of the column member, with the game counts;
 * ``#training-curves``: main's win rate against each panel opponent over
-  environment steps, from the run's ``metrics.jsonl`` rows that carry ``eval/`` keys.
+  environment steps, from the run's ``metrics.jsonl`` rows that carry ``eval/`` keys (at the env steps
+  of the weights played, ``eval/env_steps``, where a row names them).
 
 A section with nothing to show yet keeps its id and holds a one-line note.
 Member names come from users (external agents), so every name is escaped,
@@ -142,11 +143,11 @@ def _ranking(league: _League) -> list[dict[str, Any]]:
     return rows
 
 
-def ranking_table(store: LeagueStore):
-    """The ranking as a ``wandb.Table``, for training to log after each evaluation round."""
+def ranking_table(rows: Sequence[dict[str, Any]]):
+    """`ranking`'s rows as a ``wandb.Table``, for training to log after each evaluation round."""
     import wandb
 
-    return wandb.Table(columns=list(COLUMNS), data=[[row[c] for c in COLUMNS] for row in ranking(store)])
+    return wandb.Table(columns=list(COLUMNS), data=[[row[c] for c in COLUMNS] for row in rows])
 
 
 # ---------------------------------------------------------------------------- figures
@@ -262,10 +263,12 @@ def _training_curves_figure(metrics: Sequence[dict[str, Any]] | None):
     fig = go.Figure()
     for opponent in opponents:
         points = [r for r in rows if r.get(EVAL_PREFIX + opponent) is not None]
+        # An evaluation played beside training is logged iterations after the one it played (eval/iteration).
         fig.add_trace(go.Scatter(
-            x=[r.get("env_steps") for r in points],
+            x=[r.get("eval/env_steps", r.get("env_steps")) for r in points],
             y=[r[EVAL_PREFIX + opponent] for r in points],
-            customdata=[[r.get("iteration", MISSING), r.get("minutes", MISSING)] for r in points],
+            customdata=[[r.get("eval/iteration", r.get("iteration", MISSING)), r.get("minutes", MISSING)]
+                        for r in points],
             mode="lines+markers",
             name=f"vs {_label(opponent)}",
             hovertemplate=("%{fullData.name}: %{y:.1%}<br>%{x:,} env steps"

@@ -410,17 +410,28 @@ class League:
         """The active snapshot in each filled RLlib slot."""
         return {m.slot: m for m in self.active_snapshots() if m.slot is not None}
 
-    def snapshot_due(self, iteration: int, last_snapshot_iteration: int | None) -> bool:
+    def snapshot_due(self, iteration: int, last_snapshot_iteration: int | None,
+                     last_round: RoundResult | None = None) -> bool:
+        """Whether main is frozen now (module docstring, Snapshot rule). The win-rate rule reads this league's
+        own round of this iteration; given `last_round`, a round played beside training whose result is taken up
+        iterations later (`launch.training.trainers.league_upkeep`), only the win-rate rule is asked, about that
+        round, once, when it arrives."""
         settings = self.settings
         if not settings.max_snapshots:
             return False
-        if settings.snapshot_every and iteration % settings.snapshot_every == 0:
+        if last_round is None and settings.snapshot_every and iteration % settings.snapshot_every == 0:
             return True
-        # The win-rate rule reads this iteration's round only, so one good round freezes main once.
-        last = self._last_round
-        return (settings.snapshot_win_rate is not None and last is not None and last.iteration == iteration
-                and last.main_vs_league is not None and last.main_vs_league >= settings.snapshot_win_rate
-                and last_snapshot_iteration != iteration)
+        # One good round freezes main once: its own round only at its iteration, and none that main was frozen
+        # at or after.
+        if last_round is None:
+            last = self._last_round
+            fresh = last is not None and last.iteration == iteration and last_snapshot_iteration != iteration
+        else:
+            last = last_round
+            fresh = last.iteration is not None and (last_snapshot_iteration is None
+                                                    or last_snapshot_iteration < last.iteration)
+        return (settings.snapshot_win_rate is not None and fresh and last.main_vs_league is not None
+                and last.main_vs_league >= settings.snapshot_win_rate)
 
     def add_snapshot(self, iteration: int, env_steps: int, write_weights,
                      panel: Mapping[str, Any] | None = None, learner: str = MAIN) -> tuple[Member, Member | None]:
@@ -533,7 +544,8 @@ class League:
     def rating_round(self, rules, seed: int, *, main_player=None, iteration: int | None = None,
                      env_steps: int | None = None, label: str = "training",
                      lineups: Sequence[tuple[int, ...]] | None = None, games_per_lineup: int | None = None,
-                     progress=None, drop_failing: bool = False) -> RoundResult:
+                     progress=None, drop_failing: bool = False, members: Sequence[int] | None = None,
+                     record_with=None) -> RoundResult:
         """Play, record and rate one round (module docstring); main takes part when `main_player` is given.
 
         `lineups` (member ids) replaces the settings' random line-ups, e.g. with a
@@ -541,12 +553,16 @@ class League:
         With `drop_failing` (and the settings' line-ups), an external member that fails while it plays is
         dropped (`drop`) and the round is played again without it: nothing of the failed attempt is stored.
         A league left with fewer active members than seats raises `MemberFailed`.
+        `members` (ids) limits the round to those of them still active: the members as they were when a round
+        played beside training was asked for, not those that joined since. ``record_with(ratings)`` (member id
+        -> (mu, sigma) after the round) writes more into the round's own transaction, so that it is recorded
+        with the round or not at all.
         """
         dropped: list[MemberFailed] = []
         while True:
             try:
                 result = self._rating_round(rules, seed, main_player, iteration, env_steps, label, lineups,
-                                            games_per_lineup, progress)
+                                            games_per_lineup, progress, members, record_with)
             except MemberFailed as failed:
                 if not drop_failing or lineups is not None:
                     raise
@@ -562,9 +578,10 @@ class League:
             return result
 
     def _rating_round(self, rules, seed, main_player, iteration, env_steps, label, lineups, games_per_lineup,
-                      progress) -> RoundResult:
+                      progress, only=None, record_with=None) -> RoundResult:
+        only = None if only is None else set(only)
         members = [m for m in self.store.members(active_only=True)
-                   if m.kind != "main" or main_player is not None]
+                   if (m.kind != "main" or main_player is not None) and (only is None or m.id in only)]
         by_id = {m.id: m for m in members}
         main = self.store.member(MAIN_MEMBER) if main_player is not None else None
         if lineups is None:
@@ -583,6 +600,8 @@ class League:
             round_id = self.store.add_round(label, self.variant, iteration, env_steps)
             self.store.add_matches(round_id, self.variant, games)
             self.store.set_ratings(round_id, ratings, iteration)
+            if record_with is not None:
+                record_with(ratings)
         result = RoundResult(round_id, iteration, len(games), {by_id[i].name: r for i, r in ratings.items()})
         if main is not None:
             records = head_to_head(games)

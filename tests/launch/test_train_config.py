@@ -214,6 +214,27 @@ def test_a_checkpoint_that_fails_midway_leaves_no_checkpoint_and_old_ones_are_pr
     assert not list(run.checkpoints.glob(".tmp-*"))  # the half-written one is cleaned up
 
 
+def test_a_checkpoint_the_disk_has_no_room_for_removes_what_it_wrote_and_leaves_the_one_before(tmp_path):
+    import errno
+
+    run = RunDir(tmp_path)
+
+    def fill(folder):
+        (folder / "algorithm").mkdir(parents=True)
+        (folder / "algorithm" / "state.pkl").write_bytes(b"x" * 1000)
+
+    def full(folder):
+        fill(folder)
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder / "algorithm" / "more.pkl"))
+
+    run.save_checkpoint(1, RunState(iteration=1), fill, keep=2)
+    with pytest.raises(OSError, match="No space left"):
+        run.save_checkpoint(2, RunState(iteration=2), full, keep=2)
+    assert not list(run.checkpoints.glob(".tmp-*"))  # its space is free again at once, not at the next save
+    assert [p.name for p in run.checkpoint_dirs()] == ["iter_000001"]
+    assert run.read_state(run.checkpoint_dirs()[0]).iteration == 1
+
+
 def test_resumed_overrides_keep_the_first_start_and_let_new_values_win():
     saved = ["+exp=dqn_selfplay", "budget.minutes=30", "seed=3"]
     assert merge_overrides(saved, ["resume=/r", "budget.minutes=60"]) == [

@@ -126,7 +126,7 @@ def test_a_panel_without_a_usable_win_rate_shows_as_missing(tmp_path):
 
 
 def test_ranking_table_is_a_wandb_table_of_the_ranking(store):
-    table = ranking_table(store)
+    table = ranking_table(ranking(store))
     assert list(table.columns) == list(COLUMNS)
     assert [row[1] for row in table.data] == [r["name"] for r in ranking(store)]
 

@@ -251,6 +251,22 @@ def test_a_snapshot_is_due_when_main_finished_ahead_often_enough_in_the_last_rou
     assert not weak.snapshot_due(3, None)
 
 
+def test_a_round_taken_up_iterations_later_freezes_main_once_by_its_win_rate_alone(make_league):
+    # A round played beside training (launch.training.trainers.league_upkeep) arrives iterations after its own.
+    settings = {"snapshot_every": 4, "snapshot_win_rate": 0.6, "bots": ("random", "fast", "aggressive"),
+                "lineups": 4, "games_per_lineup": 40}
+    played = make_league("played", **settings).rating_round(RULES, seed=3, main_player=NamedBot("heuristic000"),
+                                                            iteration=3)
+    assert played.main_vs_league >= 0.6
+    league = make_league(**settings)  # the driver's league, which did not play it
+    assert league.snapshot_due(5, None, played) and league.snapshot_due(5, 2, played)
+    assert not league.snapshot_due(5, 3, played) and not league.snapshot_due(5, 4, played)  # frozen since
+    # asked about a round, only the win-rate rule answers: iteration 8 is the periodic rule's, not the round's
+    weak = make_league("weak", **{**settings, "bots": ("heuristic000", "hybrid", "defensive")})
+    poor = weak.rating_round(RULES, seed=3, main_player=NamedBot("random"), iteration=3)
+    assert league.snapshot_due(8, 3) and not league.snapshot_due(8, 3, poor)
+
+
 # ---------------------------------------------------------------------------- matchmaking
 def snapshots_a_and_b(league: League) -> tuple[int, int, int]:
     write = fake_weights(league, [])
@@ -370,6 +386,37 @@ def test_a_rating_round_of_bots_records_every_game_and_rates_the_strong_above_ra
     assert now["heuristic000"].ordinal > now["random"].ordinal
     assert now["hybrid"].ordinal > now["random"].ordinal
     assert now["random"].mu < before["random"][0] < now["heuristic000"].mu
+
+
+def test_a_round_of_given_members_plays_only_those_still_active_and_records_more_with_it_or_not_at_all(
+        make_league):
+    league = make_league(bots=("random", "fast", "hybrid", "defensive", "aggressive"), lineups=4,
+                         games_per_lineup=8)
+    store = league.store
+    field = [store.member(name).id for name in ("random", "fast", "hybrid", "defensive", "aggressive")]
+    store.evict(store.member("aggressive").id)  # left the league since the round was asked for
+    late = store.add_member("heuristic000", "bot", "heuristic000")  # joined since: not in the round's field
+    written = []
+
+    def record(ratings):
+        written.append(dict(ratings))
+        store.set_meta("recorded-with-the-round", "yes")
+
+    result = league.rating_round(RULES, seed=2, members=field, record_with=record)
+    seated = {i for m in store.matches(result.round_id) for i in m.seats}
+    assert seated == set(field[:4]) and late.id not in seated
+    assert written == [{store.member(n).id: r for n, r in result.ratings.items()}]
+    assert store.get_meta("recorded-with-the-round") == "yes"
+
+    def broken(ratings):
+        store.set_meta("half-written", "yes")
+        raise OSError("disk full")
+
+    rounds, matches, history = store.rounds(), store.matches(), store.rating_history()
+    with pytest.raises(OSError, match="disk full"):
+        league.rating_round(RULES, seed=3, members=field, record_with=broken)
+    assert (store.rounds(), store.matches(), store.rating_history()) == (rounds, matches, history)
+    assert store.get_meta("half-written") is None  # the round and what goes with it: whole or not at all
 
 
 def test_a_rating_round_is_reproducible_from_its_seed(make_league):

@@ -8,6 +8,15 @@ everything to wandb (offline unless told otherwise), 7 checkpoint atomically. Th
 overrides, budget, saves on Ctrl-C and SIGTERM, logs, summary) is `launch.training.loop`'s; `LeagueSelfPlay`
 supplies steps 2-7. Step 1, composing and checking the config, is the command's (`launch/train.py`).
 
+Training never waits for the upkeep of steps 5 and 7 (``upkeep.background``, docs/pages/concepts/upkeep.md): main's weights
+are copied once when they are needed (`league_upkeep.FrozenWeights`); a snapshot takes its slot at once; the
+panel evaluation and rating round of those weights play in a worker beside training
+(`league_upkeep.LeagueWorker`), and their results (the evaluation, new ratings, so a new matchmaker) are taken
+up at a later iteration, one job at a time, so the league's ratings lag by one round at most; a checkpoint is
+a consistent copy taken between two iterations and written and signed in a thread. A job that fails is one
+warning line and training goes on; three failures of a kind in a row stop the run after a checkpoint
+(`launch.training.upkeep`).
+
 With exploiters (``league=alphastar``), every iteration also collects each exploiter's finished games from the
 runners, and freezes into the league (step 5) each one whose rule fires (`policies.league.league.ExploiterRule`),
 restarting it when the rule says so: from its initial weights (kept in ``<run>/league/initial/<module>/``) or,
@@ -20,6 +29,7 @@ that raises stops the run in one line after a checkpoint.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 import sys
@@ -34,6 +44,8 @@ import torch
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME, \
     NUM_MODULE_STEPS_SAMPLED_LIFETIME
 
+from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_LEARNER_GROUP, COMPONENT_RL_MODULE
+
 from launch.cli import UserError, one_line
 from launch.training import build, loop, watchdog
 from launch.training.algorithms import rllib_names, rllib_training
@@ -42,16 +54,16 @@ from launch.training.runs import RunDir, RunState, checkpoint_key, leaves, recor
     typed_today
 from launch.training.sampler import BatchedLudoEnvRunner
 from launch.training.schema import TrainConfig
-from ludo_env.core import ACTION_SPACE, observation_space
+from launch.training.trainers.league_upkeep import FrozenWeights, LeagueJob, LeagueOutcome, LeagueWorker, \
+    PanelEvaluator, job_members, panel_of, start_worker
+from launch.training.upkeep import BackgroundJob, done_now, frozen_copy
 from ludo_env.rules import Rules
-from policies.checkpoints import PolicyFileError, find_policy, read_meta, write_policy
-from policies.league.evaluation import evaluate_panel, learned_player, override_value, panel_record
-from policies.league.league import MAIN_MEMBER, SNAPSHOT_DIR, ExploiterProgress, ExploiterRule, League, \
-    MemberFailed
-from policies.league.pool import MAIN, snapshot_id
+from policies.checkpoints import PolicyFileError, find_policy, read_meta
+from policies.league.evaluation import override_value
+from policies.league.league import SNAPSHOT_DIR, ExploiterProgress, ExploiterRule, League, MemberFailed
+from policies.league.pool import MAIN, SNAPSHOT_PREFIX, snapshot_id
 from policies.league.store import DB_NAME, LeagueStore
-from policies.modules import module_spec
-from policies.players import PlayerError, PlayerSpecError, make_player
+from policies.players import PlayerSpecError, make_player
 from policies.saved import load_module
 
 
@@ -113,9 +125,25 @@ class LeagueSelfPlay(Trainer):
         self.exploiters.keep_initial_weights(algo, evaluator)
         if self.resumed is None:
             self.exploiters.start(algo)
+        self.start_upkeep()
         started = f"new run, main from {self.init}" if self.resumed is None and self.init else "new run"
         return (f"{'resumed from ' + self.resumed.name if self.resumed else started}; "
                 f"learner on {'GPU' if build.gpus_per_learner(cfg) else 'CPU'}")
+
+    def start_upkeep(self) -> None:
+        """The jobs of steps 5 and 7 (module docstring): in the background, or on the training path."""
+        self.background = self.cfg.upkeep.background
+        self.league_jobs = BackgroundJob("the league's panel evaluation and rating round", self.league_job_done,
+                                         on_failed=self.league_job_failed)
+        self.checkpoints = BackgroundJob("the checkpoint", lambda label, path: None,
+                                         on_failed=self.checkpoint_failed)
+        self.worker = None
+        self.outcomes: list[tuple[LeagueOutcome, FrozenWeights]] = []
+        self.sent: FrozenWeights | None = None
+        """The weights of the league job under way."""
+        self.frozen: FrozenWeights | None = None
+        if self.background and self.cfg.eval.every:
+            self.worker = start_worker(self.cfg, self.league.store.path)  # it starts up while training does
 
     # 4. train
     def advance(self, state: RunState) -> None:
@@ -154,30 +182,119 @@ class LeagueSelfPlay(Trainer):
 
     # 5. evaluate: the panel, a league rating round, then snapshot and re-weigh the opponents
     def report(self, state: RunState) -> Report:
-        cfg, algo, league, evaluator = self.cfg, self.algo, self.league, self.evaluator
-        evaluation = league_round = None
+        cfg, algo, league = self.cfg, self.algo, self.league
+        self.frozen = None
+        taken: list[str] = []  # main's snapshots frozen now, from the weights a job of now plays
+        self.league_jobs.collect()
+        arrived = self.take_up(state, taken)
         snapshot_due = league.snapshot_due(state.iteration, state.last_snapshot)
         # A new snapshot is evaluated too (its panel is in the leaderboard) unless evaluation is off.
-        if cfg.eval.every and (snapshot_due or state.iteration % cfg.eval.every == 0):
-            evaluation = evaluator.run(algo, cfg.eval.games, state.iteration)
-            state.evaluations.append(evaluation)
-            league_round = self.rating_round(state)
-            league.set_main_panel(panel_of(evaluation), state.iteration, state.env_steps)
-            snapshot_due = snapshot_due or league.snapshot_due(state.iteration, state.last_snapshot)
-        if snapshot_due:
-            take_snapshot(algo, league, self.pool, state, evaluator, evaluation)
+        job_due = bool(cfg.eval.every) and (snapshot_due or state.iteration % cfg.eval.every == 0)
+        if job_due:
+            self.league_jobs.wait()  # the job before first: the league's ratings lag by one round at most
+            arrived += self.take_up(state, taken)
+        if snapshot_due and state.last_snapshot != state.iteration:  # a round taken up may have frozen main now
+            taken.append(self.freeze_main(state))
+        if job_due:
+            # The round's field is the league before this iteration's snapshots, which take main's rating after it.
+            self.start_league_job(state, job_members(league, exclude=taken), tuple(taken))
+        if self.budget_spent(state):  # the last iteration: its round is logged with it, before the last save
+            self.league_jobs.wait()
+        self.league_jobs.collect()  # a job that ran on the training path is done now
+        arrived += self.take_up(state, [])
         self.exploiters.collect(algo)
-        frozen = self.exploiters.freeze_due(algo, league, self.pool, state, evaluator)
-        if league_round is not None or snapshot_due or frozen:
+        frozen = self.exploiters.freeze_due(algo, league, self.pool, state, self.evaluator)
+        if arrived or taken or frozen:
             install_matchmaker(algo, training_matchmaker(cfg, league))
 
         # 6. log
-        row = progress_row(cfg, self.result, state, self.pool, evaluation, self.steps_per_s, league, league_round)
-        return Report(row, progress_line(row), self.result, league if league_round is not None else None)
+        outcome = arrived[-1][0] if arrived else None
+        row = progress_row(cfg, self.result, state, self.pool, outcome, self.steps_per_s)
+        evaluated = [(done.evaluation, functools.partial(self.write_frozen, sent)) for done, sent in arrived]
+        return Report(row, progress_line(row), self.result, ranking=outcome.ranking if outcome else None,
+                      evaluated=evaluated)
+
+    def write_frozen(self, weights: FrozenWeights, folder: Path) -> None:
+        self.evaluator.write_weights(weights.weights, folder)
+
+    def weights(self, state: RunState) -> FrozenWeights:
+        """Main's weights at this iteration, copied off the learner once for everything that reads them."""
+        if self.frozen is None or self.frozen.iteration != state.iteration:
+            self.frozen = FrozenWeights.of(self.algo, state.iteration)
+        return self.frozen
+
+    def start_league_job(self, state: RunState, members: tuple[int, ...], adopt: tuple[str, ...]) -> None:
+        """Main as it is now against the panel and in a rating round among `members`: beside training, or now."""
+        job = LeagueJob(state.iteration, state.env_steps, members, adopt)
+        weights = self.weights(state)
+        if self.background:
+            if self.worker is None:
+                self.worker = start_worker(self.cfg, self.league.store.path)
+            future = self.worker.play.remote(weights.ref, job).future()
+        else:
+            worker = LeagueWorker(self.cfg, self.league, self.evaluator)
+            future = done_now(lambda: worker.play(weights.weights, job))
+        self.sent = weights
+        self.league_jobs.start(f"iteration {state.iteration}", future)
+
+    def league_job_done(self, label: str, outcome: LeagueOutcome) -> None:
+        self.outcomes.append((outcome, self.sent))
+        self.sent = None
+
+    def league_job_failed(self) -> str:
+        """A failed job's worker may be broken or gone: the next job starts a new one."""
+        self.sent = None
+        if self.worker is not None:
+            ray.kill(self.worker)
+            self.worker = None
+        return ""
+
+    def take_up(self, state: RunState, taken: list[str]) -> list[tuple[LeagueOutcome, FrozenWeights]]:
+        """League jobs finished since the last call, on the training path: their evaluations join the run state,
+        members dropped in their rounds are named, and a round good enough for the win-rate rule freezes main
+        (once; the snapshot's name joins `taken`). Returns them, oldest first, with the weights each played."""
+        arrived, self.outcomes = self.outcomes, []
+        for outcome, _ in arrived:
+            state.evaluations.append(outcome.evaluation)
+            self.warn_dropped(outcome.round.dropped, "in a rating round")
+            if self.league.snapshot_due(state.iteration, state.last_snapshot, outcome.round):
+                # the round rated these very weights when it is of this iteration (a job on the training path)
+                taken.append(self.freeze_main(state, outcome.evaluation))
+        return arrived
+
+    def freeze_main(self, state: RunState, evaluation: dict[str, Any] | None = None) -> str:
+        """Main's weights of now into the league as a snapshot (`take_snapshot`); returns the member's name."""
+        module_id = take_snapshot(self.algo, self.league, self.pool, state, self.evaluator, evaluation,
+                                  self.weights(state))
+        return self.league.slot_members()[int(module_id.removeprefix(SNAPSHOT_PREFIX))].name
 
     # 7. checkpoint
+    def checkpoint(self, state: RunState) -> Path:
+        """A consistent copy of the run now; written and signed in a thread while training goes on."""
+        self.checkpoints.wait()  # one write at a time
+        copy = self.capture(state)
+        run = functools.partial(write_checkpoint, self.algo, self.run, self.evaluator, self.cfg, *copy)
+        self.checkpoints.start(f"iteration {state.iteration}",
+                               self.checkpoints.in_thread(run) if self.background else done_now(run))
+        self.checkpoints.collect()
+        return self.run.checkpoint_folder(state.iteration)
+
+    def capture(self, state: RunState) -> tuple[RunState, dict[str, Any]]:
+        """The run state and RLlib's state as they are between two iterations, copied: what a checkpoint holds."""
+        return RunState.from_dict(frozen_copy(state.to_dict())), frozen_copy(self.algo.get_state())
+
+    def checkpoint_failed(self) -> str:
+        newest = self.run.checkpoint_dirs()
+        return f"{newest[-1].name} stays the newest complete checkpoint" if newest else ""
+
     def save(self, state: RunState) -> Path:
-        return save_checkpoint(self.algo, self.run, state, self.evaluator, self.cfg)
+        """A checkpoint complete when this returns: the jobs under way first (a league job's evaluation joins
+        the run state it holds)."""
+        self.league_jobs.wait(stopping=True)
+        if self.take_up(state, []):
+            install_matchmaker(self.algo, training_matchmaker(self.cfg, self.league))
+        self.checkpoints.wait(stopping=True)
+        return write_checkpoint(self.algo, self.run, self.evaluator, self.cfg, *self.capture(state))
 
     def final_evaluation(self, state: RunState, policy: Path) -> dict[str, Any]:
         """Greedy main against the panel; main as trained joins the league for good, and a last round rates it."""
@@ -190,8 +307,9 @@ class LeagueSelfPlay(Trainer):
         return final
 
     def rating_round(self, state: RunState, label: str = "training"):
-        """A league rating round with main; an external member that fails in it is dropped (one warning line)
-        and the round replayed without it. A league too small without it stops the run (after a save)."""
+        """A league rating round with main as the evaluator last loaded it, on the training path; an external
+        member that fails in it is dropped (one warning line) and the round replayed without it. A league too
+        small without it stops the run (after a save)."""
         evaluator = self.evaluator
         try:
             result = self.league.rating_round(
@@ -209,6 +327,7 @@ class LeagueSelfPlay(Trainer):
         return write_summary(self.cfg, self.run, state, saved, self.league)
 
     def close(self) -> None:
+        self.checkpoints.close()  # a write under way finishes (its folder is complete or removed)
         ray.shutdown()
 
 
@@ -391,12 +510,14 @@ def env_steps_of(result: dict) -> int:
     return int(steps)
 
 
-def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator, evaluation) -> str:
-    """Freeze main's current weights into the league: a policy file, a member, a slot on every EnvRunner."""
-    weights = algo.learner_group.get_weights([MAIN])[MAIN]
+def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator, evaluation,
+                  weights: FrozenWeights | None = None) -> str:
+    """Freeze main's current weights into the league: a policy file, a member, a slot on every EnvRunner, all
+    from one export of them (`weights`, when the caller has it already)."""
+    weights = weights or FrozenWeights.of(algo, state.iteration)
     panel = panel_of(evaluation) if evaluation and evaluation["iteration"] == state.iteration else None
     member, evicted = league.add_snapshot(state.iteration, state.env_steps,
-                                          lambda folder: evaluator.write_policy(algo, folder), panel)
+                                          lambda folder: evaluator.write_weights(weights.weights, folder), panel)
     module_id = snapshot_id(member.slot)
     push_weights(algo, module_id, weights)
     pool.fill(member.slot, state.iteration)
@@ -512,14 +633,19 @@ def clear_optimizer_state(algo, module_id: str) -> None:
 
 
 def push_weights(algo, module_id: str, weights) -> None:
-    """`weights` into module `module_id` on the learners and on every EnvRunner, now."""
+    """`weights` (a state dict, or `FrozenWeights`: the remote EnvRunners read its one object in Ray's store)
+    into module `module_id` on the learners and on every EnvRunner, now."""
+    frozen = weights if isinstance(weights, FrozenWeights) else None
+    weights = frozen.weights if frozen else weights
     algo.learner_group.set_weights({module_id: weights})
+    shared = frozen.ref if frozen and algo.env_runner_group.num_remote_env_runners() else None
 
-    def load(runner, _weights=weights, _id=module_id):
+    def load(runner, _weights=None if shared else weights, _shared=shared, _id=module_id):
+        state = _weights if _shared is None else ray.get(_shared)
         if isinstance(runner, BatchedLudoEnvRunner):
-            runner.set_module_state(_id, _weights)  # between two steps of a sample playing in the background
+            runner.set_module_state(_id, state)  # between two steps of a sample playing in the background
         else:
-            runner.module[_id].set_state(_weights)
+            runner.module[_id].set_state(state)
 
     # EnvRunners skip weights whose sequence number is not new, so the push is explicit.
     algo.env_runner_group.foreach_env_runner(load, local_env_runner=True)
@@ -557,71 +683,12 @@ def install_matchmaker(algo, matchmaker) -> None:
     algo.env_runner_group.foreach_env_runner(install, local_env_runner=True)
 
 
-# ---------------------------------------------------------------- 5. evaluate
-class PanelEvaluator:
-    """Greedy main against the panel, on a CPU copy of main loaded with the learner's weights."""
-
-    def __init__(self, cfg: TrainConfig):
-        self.cfg = cfg
-        self.kind = cfg.algo.name
-        self.model_config = build.main_model_config(cfg)
-        self.rules = Rules.load(build.rules_mapping(cfg))
-        self.module = module_spec(self.kind, observation_space(cfg.obs.name), ACTION_SPACE,
-                                  self.model_config).build()
-        self._spare = None  # built on first use: only a run with exploiters writes another learner's weights
-
-    def load_main(self, algo) -> None:
-        self.module.set_state(algo.learner_group.get_weights([MAIN])[MAIN])
-        self.module.eval()
-
-    def run(self, algo, games: int, iteration: int, final: bool = False) -> dict[str, Any]:
-        self.load_main(algo)
-        start = time.perf_counter()
-        player = learned_player(self.module, f"main@{iteration}")
-        results = self.against_panel(player, games)
-        return {"iteration": iteration, "final": final, "seconds": round(time.perf_counter() - start, 2),
-                "results": [r.to_dict() for r in results]}
-
-    def main_player(self):
-        """Greedy main as last loaded (by `run`), under the league's name for it."""
-        return learned_player(self.module, MAIN_MEMBER)
-
-    def panel(self, player) -> dict[str, Any]:
-        """Any player against the panel, as a league member's panel record."""
-        return panel_record(self.against_panel(player, self.cfg.eval.games))
-
-    def against_panel(self, player, games: int):
-        try:
-            return evaluate_panel(player, self.cfg.eval.panel, self.rules, games, self.cfg.eval.seed,
-                                  self.cfg.eval.threads)
-        except PlayerError as err:  # a panel bot of the user's (py:) that raises: one line (the loop saves first)
-            raise UserError(f"eval.panel: {one_line(err)}") from None
-
-    def weights_of(self, policy_folder: Path):
-        """A saved policy's weights in the form `RLModule.set_state` takes."""
-        return load_module(policy_folder).get_state()
-
-    def write_policy(self, algo, dest: Path) -> None:
-        self.load_main(algo)
-        write_policy(dest, self.kind, self.model_config, self.module.state_dict())
-
-    def write_weights(self, weights, dest: Path) -> None:
-        """A learner's weights (an exploiter's: main's spec) as a policy folder, through a module of its own so
-        that the main copy `main_player` plays stays main."""
-        if self._spare is None:
-            self._spare = module_spec(self.kind, observation_space(self.cfg.obs.name), ACTION_SPACE,
-                                      self.model_config).build()
-        self._spare.set_state(weights)
-        write_policy(dest, self.kind, self.model_config, self._spare.state_dict())
-
-
-def panel_of(evaluation: dict) -> dict[str, Any]:
-    return panel_record(evaluation["results"])
-
-
 # ---------------------------------------------------------------- 6. log
-def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluation,
-                 steps_per_s: float, league=None, league_round=None) -> dict[str, Any]:
+def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, outcome: LeagueOutcome | None,
+                 steps_per_s: float) -> dict[str, Any]:
+    """The iteration's row; with the `outcome` of a league job taken up now, its evaluation and main's standing
+    after its round, and the iteration and env steps they are of (``eval/iteration``, ``eval/env_steps``: earlier
+    ones when the job ran beside training)."""
     learner = result.get("learners", {}).get(MAIN, {})
     runners = result.get("env_runners", {})
     row: dict[str, Any] = {
@@ -636,7 +703,9 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
     }
     algorithm_columns = rllib_training(cfg.algo.name).progress(cfg, state.env_steps, learner)
     row.update({key: _number(value) for key, value in algorithm_columns.items()})
-    row.update(eval_columns(evaluation))
+    if outcome is not None:
+        row.update(eval_columns(outcome.evaluation))
+        row["eval/iteration"], row["eval/env_steps"] = outcome.iteration, outcome.env_steps
     for module_id, progress in state.exploiters.items():
         progress = ExploiterProgress(**progress)
         row[f"roles/{module_id}/loss"] = _number(result.get("learners", {}).get(module_id, {}).get("total_loss"))
@@ -645,12 +714,11 @@ def progress_row(cfg: TrainConfig, result: dict, state: RunState, pool, evaluati
         row[f"roles/{module_id}/games"] = progress.games
         row[f"roles/{module_id}/decisions"] = progress.decisions
         row[f"roles/{module_id}/frozen"] = progress.frozen
-    if league_round is not None:
-        rank, members, main = league.main_standing()
-        row["league/main_rank"], row["league/members"] = rank, members
-        row["league/main_mu"], row["league/main_sigma"] = main.mu, main.sigma
-        if league_round.main_vs_league is not None:
-            row["league/main_ahead"] = league_round.main_vs_league
+    if outcome is not None:
+        row["league/main_rank"], row["league/members"], row["league/main_mu"], row["league/main_sigma"] = \
+            outcome.standing
+        if outcome.round.main_vs_league is not None:
+            row["league/main_ahead"] = outcome.round.main_vs_league
     return row
 
 
@@ -676,12 +744,24 @@ def progress_line(row: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- 7. checkpoint, summary
-def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluator, cfg: TrainConfig) -> Path:
+def write_checkpoint(algo, run: RunDir, evaluator: PanelEvaluator, cfg: TrainConfig, state: RunState,
+                     algo_state: dict[str, Any]) -> Path:
+    """A checkpoint from a copy taken between two iterations (`LeagueSelfPlay.capture`): RLlib's files of
+    `algo_state`, main's policy from its weights in it, the run `state`; a thread may write it while training
+    goes on, since nothing here reads the live learner's weights."""
+    main = algo_state[COMPONENT_LEARNER_GROUP][COMPONENT_LEARNER][COMPONENT_RL_MODULE][MAIN]
+
     def write_parts(folder: Path) -> None:
-        algo.save_to_path(str(run.algorithm_of(folder)))
-        evaluator.write_policy(algo, run.policy_of(folder))
+        algo.save_to_path(str(run.algorithm_of(folder)), state=algo_state)
+        evaluator.write_weights(main, run.policy_of(folder))
 
     return run.save_checkpoint(state.iteration, state, write_parts, cfg.checkpoint.keep)
+
+
+def save_checkpoint(algo, run: RunDir, state: RunState, evaluator: PanelEvaluator, cfg: TrainConfig) -> Path:
+    """A checkpoint of the run as it is now, written before this returns."""
+    return write_checkpoint(algo, run, evaluator, cfg, RunState.from_dict(frozen_copy(state.to_dict())),
+                            frozen_copy(algo.get_state()))
 
 
 def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Path,
