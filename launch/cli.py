@@ -391,41 +391,6 @@ def check_hydra_outputs(cfg, file_keys: tuple[str, ...] = ()) -> None:
             check_output(value, key)
 
 
-def split_options(argv: list[str], defaults: dict[str, Any], usage: str,
-                  empty_ok: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
-    """``(options, positional)``: `defaults` updated by the ``key=value`` arguments naming them, and the rest in order.
-
-    A player spec may hold ``=`` itself (``search:<run>?depth=2``), so an argument is an option only when the text
-    before its first ``=`` is an option's name. An option whose default is an int must parse as one; a bad value,
-    or an empty one outside `empty_ok`, is a `UserError` of one line ending with `usage`.
-    """
-    options, positional = dict(defaults), []
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        if not eq or key not in defaults:
-            positional.append(arg)
-            continue
-        if not value and key not in empty_ok:
-            raise UserError(f"{key}= needs a value (usage: {usage})")
-        if isinstance(defaults[key], int):
-            try:
-                value = int(value)
-            except ValueError:
-                raise UserError(f"{key} must be an integer, got {value!r} (usage: {usage})") from None
-        options[key] = value
-    return options, positional
-
-
-def options_only(argv: list[str], defaults: dict[str, Any], usage: str,
-                 empty_ok: tuple[str, ...] = ()) -> dict[str, Any]:
-    """`split_options` for a command without positional arguments: any other argument is a `UserError`."""
-    options, positional = split_options(argv, defaults, usage, empty_ok)
-    if positional:
-        raise UserError(f"argument {positional[0]!r} is not allowed: give key=value with key in "
-                        f"{', '.join(defaults)} (usage: {usage})")
-    return options
-
-
 def input_errors() -> tuple[type[BaseException], ...]:
     """What a command prints as one line: a `UserError`, and the library's own one-line errors about what a user
     gave (a variant, a player spec or a player's answer, a policy folder, a league database, a record file).
