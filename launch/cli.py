@@ -60,9 +60,8 @@ def compose_options(config: str, argv: list[str], schema: type, command: str):
     A list may also be written the way these commands took it before Hydra (`hydra_spelling`)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
-    from omegaconf import OmegaConf
-
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
 
     overrides = hydra_spelling(argv, schema)
     fields = field_names(schema)
