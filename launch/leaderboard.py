@@ -57,6 +57,7 @@ from launch.cli import (
     options_help,
     parse_port,
     read_jsonl,
+    stop_interrupted,
     write_text,
 )
 
@@ -224,7 +225,10 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    catch_interrupts()  # Ctrl-C while the page is rendered or written: one line and 130 (serving, it stops with 0)
     try:
         main(sys.argv[1:])
     except UserError as err:
         fail(err)
+    except KeyboardInterrupt:
+        stop_interrupted("leaderboard.py stopped; a page not finished is not written")

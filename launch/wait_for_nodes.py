@@ -31,6 +31,7 @@ from hydra.core.config_store import ConfigStore  # noqa: E402
 
 from launch.cli import (  # noqa: E402
     UserError,
+    catch_interrupts,
     check_integers,
     compose_options,
     emit,
@@ -38,6 +39,7 @@ from launch.cli import (  # noqa: E402
     gcs_answers,
     one_line,
     options_help,
+    stop_interrupted,
 )
 
 POLL_S = 2.0
@@ -113,7 +115,10 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    catch_interrupts()
     try:
         main(sys.argv[1:])
     except UserError as err:
         fail(err)
+    except KeyboardInterrupt:
+        stop_interrupted("stopped waiting for the Ray nodes")
