@@ -50,12 +50,12 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
 
 
 # ------------------------------------------------------------------ Hydra key=value: the one way to pass options
-def compose_options(config: str, argv: list[str], schema: type, command: str):
+def compose_options(config: str, argv: list[str], schema: type, command: str, also: str = ""):
     """The settings of a command whose options are Hydra ``key=value`` overrides of ``conf/<config>.yaml``: an
     instance of the dataclass `schema`, which types them (``<config>_schema`` in Hydra's config store). Nothing is
     written (no run folder, no log). Any failure is a `UserError` of one line: a key the schema lacks (a typo, an
-    added ``+key=``, a ``hydra.`` key) names `command` and the allowed keys; a value of the wrong type says what to
-    give (`bad_value`).
+    added ``+key=``, a ``hydra.`` key) names `command` and the allowed keys (and `also`, what else is allowed);
+    a value of the wrong type says what to give (`bad_value`).
 
     A list may also be written the way these commands took it before Hydra (`hydra_spelling`)."""
     from hydra import compose as hydra_compose
@@ -67,7 +67,7 @@ def compose_options(config: str, argv: list[str], schema: type, command: str):
     fields = field_names(schema)
     for arg in overrides:
         if override_key(arg).replace("/", ".").split(".")[0] == "hydra":  # no run folder, no logging: no hydra keys
-            raise UserError(unknown_option(arg, "hydra", command, fields))
+            raise UserError(unknown_option(arg, "hydra", command, fields, also))
     # Hydra reads `key=value` as the choice of a config group whenever conf/<key>/ exists (league=, variant=), even
     # for a config whose defaults list has no such group; a plain setting of that name is set after composing,
     # as Hydra sets any other value (OmegaConf.update), so it is typed and checked the same way.
@@ -78,11 +78,11 @@ def compose_options(config: str, argv: list[str], schema: type, command: str):
         for override in OverridesParser.create().parse_overrides(plain):
             OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
     except Exception as err:  # any composition failure is a problem with the user's input
-        raise UserError(option_error(err, overrides, schema, command)) from None
+        raise UserError(option_error(err, overrides, schema, command, also)) from None
     for key in OmegaConf.to_container(cfg, resolve=False):  # +key=value: Hydra adds a key without a check
         if key not in fields:
             given = next((a for a in overrides if override_key(a) == key), f"+{key}")
-            raise UserError(unknown_option(given, key, command, fields))
+            raise UserError(unknown_option(given, key, command, fields, also))
     try:
         return OmegaConf.to_object(cfg)
     except Exception as err:  # an interpolation that does not resolve, a key deleted with ~key
@@ -112,11 +112,12 @@ def override_key(arg: str) -> str:
     return arg.partition("=")[0].lstrip("+~")
 
 
-def unknown_option(arg: str, key: str, command: str, allowed: list[str]) -> str:
-    return f"argument {arg!r} is not allowed: unknown option {key!r} for {command}; allowed {', '.join(allowed)}"
+def unknown_option(arg: str, key: str, command: str, allowed: list[str], also: str = "") -> str:
+    return (f"argument {arg!r} is not allowed: unknown option {key!r} for {command}; allowed {', '.join(allowed)}"
+            + (f", and {also}" if also else ""))
 
 
-def option_error(err: BaseException, overrides: list[str], schema: type, command: str) -> str:
+def option_error(err: BaseException, overrides: list[str], schema: type, command: str, also: str = "") -> str:
     """One line for a failed composition: an unknown key, or a value of the wrong type for a key of `schema`,
     in the words of `unknown_option` and `bad_value`; anything else as `one_line` says it."""
     import typing
@@ -131,7 +132,7 @@ def option_error(err: BaseException, overrides: list[str], schema: type, command
     fields = field_names(schema)
     given = next((a for a in reversed(overrides) if override_key(a) == key), None)
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and key and key.split(".")[0] not in fields:
-        return unknown_option(given or key, key.split(".")[0], command, fields)
+        return unknown_option(given or key, key.split(".")[0], command, fields, also)
     if isinstance(cause, (ValidationError, ConfigTypeError)) and key in fields and given is not None:
         return bad_value(key, given.partition("=")[2], typing.get_type_hints(schema)[key])
     return one_line(err)

@@ -96,7 +96,8 @@ def parse(argv: list[str]) -> tuple[SimulateConfig, Rules]:
             arg = f"variant={variant_file(value)}"
         overrides.append(arg)
     check_variant_overrides(overrides, players_from=None)
-    cfg: SimulateConfig = compose_options("simulate", overrides, SimulateConfig, "simulate")
+    cfg: SimulateConfig = compose_options("simulate", overrides, SimulateConfig, "simulate",
+                                          also="any rule field as variant.<field>=value")
     check_integers(cfg, RANGES)
     return cfg, Rules.load(dict(cfg.variant))
 
