@@ -1,6 +1,6 @@
 """How far apart a DQN policy's Q-values for its two best legal tokens are (why DQN uses advantage learning).
 
-    python benchmarks/action_gaps.py <policy> [<policy> ...] [positions=2000] [seed=5]
+    python benchmarks/action_gaps.py <policy> [<policy> ...] [--positions 2000] [--seed 5]
 
 Each policy is a saved DQN policy (a run folder, a checkpoint or a policy folder, as ``ckpt:`` takes it).
 The positions are decisions met in random-move games of the policy's own rules, spread over whole games
@@ -15,15 +15,13 @@ import sys
 import numpy as np
 import torch
 
-from launch.cli import UserError, fail, input_errors, split_options
+from launch.cli import OneLineParser, UserError, check_integers, fail, input_errors, positive
 from launch.export import random_positions
 from ludo_env.observations import encode
 from ludo_env.rules import Rules
 from policies.algorithms import module_algorithm
 from policies.modules import MaskedDQNTorchRLModule, inference_batch, load_checkpoint_player
 
-OPTIONS = {"positions": 2000, "seed": 5}
-USAGE = "python benchmarks/action_gaps.py <dqn policy> [...] [positions=2000] [seed=5]"
 QUANTILES = (0.10, 0.25, 0.50, 0.75)
 
 
@@ -43,11 +41,16 @@ def top_two_gaps(policy: str, positions: int, seed: int) -> np.ndarray:
 
 
 def main(argv: list[str]) -> None:
-    options, specs = split_options(argv, OPTIONS, USAGE)
-    policies = [spec.removeprefix("ckpt:") for spec in specs]
-    if not policies:
-        raise UserError(f"give at least one DQN policy (usage: {USAGE})")
-    positions, seed = options["positions"], options["seed"]
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("policies", nargs="+", metavar="policy",
+                        help="a saved DQN policy: a run folder, a checkpoint or a policy folder (ckpt: optional)")
+    parser.add_argument("--positions", type=positive(int), default=2000,
+                        help="decisions to draw from random-move games (those with a choice are kept)")
+    parser.add_argument("--seed", type=int, default=5, help="dice of the random-move games")
+    args = parser.parse_intermixed_args(argv)
+    check_integers(vars(args), prefix="--")
+    policies = [spec.removeprefix("ckpt:") for spec in args.policies]
+    positions, seed = args.positions, args.seed
     print("| policy | decisions with a choice | gap quantiles 10% / 25% / 50% / 75% |")
     print("| --- | --- | --- |")
     for policy in policies:

@@ -1,7 +1,7 @@
 """The seed bots' baseline table: every seed bot against 3 `random` and against 3 `hybrid`.
 
     python benchmarks/baselines.py                       # classic and pyludo, 10,000 games per row
-    python benchmarks/baselines.py games=2000 variants=classic
+    python benchmarks/baselines.py --games 2000 --variants classic
 
 Each row is one `launch/evaluate.py` tournament (the same `play_tournament`,
 seats rotated, seed 0), run in one process so numba compiles once. Prints a
@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import sys
 
-from launch.cli import MAX_GAMES, UserError, check_integers, fail, input_errors, options_only
+from launch.cli import MAX_GAMES, OneLineParser, UserError, check_integers, fail, input_errors, positive
 from ludo_env.rules import Rules
 from policies.bots import BOT_NAMES
 from policies.tournament import play_tournament
 
-OPTIONS = {"games": 10000, "variants": "classic,pyludo", "seed": 0}
-USAGE = "python benchmarks/baselines.py [games=N] [variants=a,b] [seed=N]"
-
-
 def main(argv: list[str]) -> None:
-    settings = options_only(argv, OPTIONS, USAGE)
-    check_integers(settings, {"games": (1, MAX_GAMES)})
-    games, seed = settings["games"], settings["seed"]
-    variants = [v.strip() for v in settings["variants"].split(",") if v.strip()]
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=positive(int), default=10000, help="games per row (per tournament)")
+    parser.add_argument("--variants", default="classic,pyludo", help="variants, comma-separated (conf/variant)")
+    parser.add_argument("--seed", type=int, default=0, help="dice seed of every tournament")
+    args = parser.parse_args(argv)
+    check_integers(vars(args), {"--games": (1, MAX_GAMES)}, prefix="--")
+    games, seed = args.games, args.seed
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if not variants:
-        raise UserError(f"variants= names no variant (usage: {USAGE})")
+        raise UserError("--variants names no variant: give one or more, comma-separated, e.g. classic,pyludo")
     for variant in variants:  # every one loads before the first row is played
         Rules.load(variant, players=4)
     print(f"{games:,} games per row, seed {seed}, seats rotated; win rate [95% Wilson interval], mean place\n")

@@ -1,11 +1,11 @@
 """Does agent A win more than agent B? Both play the same games, and the difference gets a paired 95% interval.
 
     python benchmarks/paired.py classic "search:outputs/train/<td run>?depth=2" ckpt:outputs/train/<td run>
-    python benchmarks/paired.py pyludo A B games=5000 opponent=hybrid seed=1000003
+    python benchmarks/paired.py pyludo A B --games 5000 --opponent hybrid --seed 1000003
     python benchmarks/paired.py pyludo A B variant.star_capture=jump_end   # any rule, as launch/evaluate.py takes it
 
-A and B each play `games` games against three copies of `opponent` (default
-`random`) with the same seed: the same dice streams and the same seating, game
+A and B each play ``--games`` games against three copies of ``--opponent`` (default
+``random``) with the same seed: the same dice streams and the same seating, game
 by game (`policies.tournament`). Game g gives A a win w_A(g) in {0, 1} and B a
 win w_B(g); the difference of win rates is the mean of d(g) = w_A(g) - w_B(g)
 and its 95% interval is mean ± 1.96 sd(d) / sqrt(games). Shared dice make the
@@ -19,24 +19,26 @@ from __future__ import annotations
 
 import sys
 
-from launch.cli import UserError, benchmark_rules, fail, input_errors, split_options
+from launch.cli import MAX_GAMES, OneLineParser, benchmark_rules, check_integers, fail, input_errors, positive
 from policies.league.evaluation import player_command, variant_label
 from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
-OPTIONS = {"games": 5000, "opponent": "random", "seed": 1000003}
-USAGE = ("python benchmarks/paired.py <variant> <spec A> <spec B> [variant.<rule>=value ...] [games=N] [opponent=bot] "
-         "[seed=N]")
-
-
 def main(argv: list[str]) -> None:
-    options, positional = split_options(argv, OPTIONS, USAGE)
-    if not positional:
-        raise UserError(f"give a variant and two player specs (usage: {USAGE})")
-    rules, specs = benchmark_rules(positional[0], positional[1:], players=4)
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("variant", help="rule set (conf/variant, or a YAML path)")
+    parser.add_argument("specs", nargs="+", metavar="spec",
+                        help="player specs A and B (anything launch/evaluate.py takes), and any rule changes "
+                             "as variant.<rule>=value")
+    parser.add_argument("--games", type=positive(int), default=5000, help="games each of A and B plays")
+    parser.add_argument("--opponent", default="random", help="the player at the three other seats")
+    parser.add_argument("--seed", type=int, default=1000003, help="dice seed: the same games for A and B")
+    args = parser.parse_intermixed_args(argv)
+    check_integers(vars(args), {"--games": (1, MAX_GAMES)}, prefix="--")
+    rules, specs = benchmark_rules(args.variant, args.specs, players=4)
     if len(specs) != 2:
-        raise UserError(f"give a variant and two player specs, got {len(specs) + 1} arguments (usage: {USAGE})")
+        parser.error(f"give a variant and two player specs, got {len(specs)} spec(s)")
     (a, b), variant = specs, variant_label(rules)
-    games, seed, opponent = options["games"], options["seed"], options["opponent"]
+    games, seed, opponent = args.games, args.seed, args.opponent
     wins_a = first_entry_wins(a, opponent, rules, games, seed)
     wins_b = first_entry_wins(b, opponent, rules, games, seed)
     mean, diff_low, diff_high = paired_difference(wins_a, wins_b)

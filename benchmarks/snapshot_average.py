@@ -1,14 +1,14 @@
 """Does averaging a run's last snapshots make a stronger policy than its last one? Paired, per run.
 
-    python benchmarks/snapshot_average.py <run> [<run> ...] [last=5] [games=5000] [seed=1000003]
-    python benchmarks/snapshot_average.py <run> opponents=random,hybrid,heuristic000
+    python benchmarks/snapshot_average.py <run> [<run> ...] [--last 5] [--games 5000] [--seed 1000003]
+    python benchmarks/snapshot_average.py <run> --opponents random,hybrid,heuristic000
 
-For each training run, the weights of its last `last` league snapshots
+For each training run, the weights of its last ``--last`` league snapshots
 (``main@<iteration>`` in ``<run>/league.db``, evicted ones included, by
 iteration) are averaged tensor by tensor into one policy of the same kind,
 written to ``<run>/averaged_last<K>/``. The last snapshot (the run's policy
 when it ended: the loop freezes main at its last iteration) and the average
-then play the same `games` games against each opponent at every other seat, in
+then play the same ``--games`` games against each opponent at every other seat, in
 the rules the run was trained in (its ``policy.json``), and each line gives
 both win rates and the paired difference with its 95% interval (as
 `policies.tournament.paired_difference`: the same dice and seats, game by game).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from launch.cli import UserError, fail, input_errors, split_options
+from launch.cli import OneLineParser, UserError, check_integers, fail, input_errors
 from ludo_env.rules import Rules
 from policies.checkpoints import load_weights, read_meta, write_policy
 from policies.league.league import member_policy_folder
@@ -33,16 +33,13 @@ from policies.league.store import DB_NAME, LeagueStore
 from policies.saved import SAVED_MODULE_KINDS
 from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
-OPTIONS = {"last": 5, "games": 5000, "seed": 1000003, "opponents": "random,hybrid"}
-USAGE = ("python benchmarks/snapshot_average.py <run> [<run> ...] [last=K] [games=N] [seed=N] "
-         "[opponents=bot,bot]")
 
 
 def snapshot_folders(run: Path) -> list[Path]:
     """The policy folders of a run's snapshots, oldest first (by iteration)."""
     db = run / DB_NAME
     if not db.is_file():
-        raise UserError(f"'{run}' has no {DB_NAME}: give a PPO or DQN run folder (usage: {USAGE})")
+        raise UserError(f"'{run}' has no {DB_NAME}: give a PPO or DQN run folder")
     with LeagueStore.open(db, create=False, read_only=True) as store:
         snapshots = sorted(store.members(kinds=["snapshot"]), key=lambda m: m.iteration or 0)
     return [member_policy_folder(m, run) for m in snapshots]
@@ -82,16 +79,21 @@ def compare(run: Path, last: int, games: int, seed: int, opponents: list[str]) -
 
 
 def main(argv: list[str]) -> None:
-    options, runs = split_options(argv, OPTIONS, USAGE)
-    if not runs:
-        raise UserError(f"give at least one run folder (usage: {USAGE})")
-    if options["last"] < 2:
-        raise UserError(f"last must be at least 2, got {options['last']} (usage: {USAGE})")
-    if options["games"] < 2:
-        raise UserError(f"games must be at least 2 for a paired interval, got {options['games']} (usage: {USAGE})")
-    opponents = [o for o in options["opponents"].split(",") if o]
-    for run in runs:
-        compare(Path(run), options["last"], options["games"], options["seed"], opponents)
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="run", help="a PPO or DQN training run folder")
+    parser.add_argument("--last", type=int, default=5, help="snapshots averaged, the newest (at least 2)")
+    parser.add_argument("--games", type=int, default=5000, help="games per opponent (at least 2)")
+    parser.add_argument("--seed", type=int, default=1000003, help="dice seed: the same games for both")
+    parser.add_argument("--opponents", default="random,hybrid", help="opponents, comma-separated")
+    args = parser.parse_intermixed_args(argv)
+    check_integers(vars(args), prefix="--")
+    if args.last < 2:
+        parser.error(f"--last {args.last} is not allowed: give 2 or more")
+    if args.games < 2:
+        parser.error(f"--games {args.games} is not allowed: give 2 or more, for a paired interval")
+    opponents = [o for o in args.opponents.split(",") if o]
+    for run in args.runs:
+        compare(Path(run), args.last, args.games, args.seed, opponents)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """The strength table of learned and search agents: each against 3 `random` and 3 `hybrid`, per variant.
 
     python benchmarks/strength.py pyludo "search:outputs/train/<td run>?depth=2" ckpt:outputs/train/<td run>
-    python benchmarks/strength.py classic ckpt:outputs/train/<ga run> games=2000 opponents=random,semi_smart
+    python benchmarks/strength.py classic ckpt:outputs/train/<ga run> --games 2000 --opponents random,semi_smart
 
 Arguments: the variant, then player specs (anything `launch/evaluate.py`
-takes) and any rule changes (``variant.star_capture=jump_end``), then
-``key=value`` options: ``games`` (default 2000; a multiple of 4
-seats everyone equally), ``opponents`` (default ``random,hybrid``), ``seed``
-(default 1000003, the training runs' evaluation seed), ``json=<file>`` to
-append every cell as a JSON line. Each cell is one `play_tournament` of the
+takes) and any rule changes (``variant.star_capture=jump_end``), and the
+options ``--games`` (default 2000; a multiple of 4 seats everyone equally),
+``--opponents`` (default ``random,hybrid``), ``--seed`` (default 1000003, the
+training runs' evaluation seed), ``--json <file>`` to append every cell as a
+JSON line. Each cell is one `play_tournament` of the
 agent against three copies of the opponent, printed with its 95% Wilson
 interval, the seconds it took, and the `launch/evaluate.py` command that
 replays exactly the same games. Rows print as they finish, so a long search
@@ -20,28 +20,31 @@ import json
 import sys
 import time
 
-from launch.cli import UserError, benchmark_rules, fail, input_errors, split_options
+from launch.cli import MAX_GAMES, OneLineParser, benchmark_rules, check_integers, fail, input_errors, positive
 from policies.league.evaluation import player_command, variant_label
 from policies.tournament import play_tournament
 
-OPTIONS = {"games": 2000, "opponents": "random,hybrid", "seed": 1000003, "json": ""}
-USAGE = ("python benchmarks/strength.py <variant> <spec> [<spec> ...] [variant.<rule>=value ...] [games=N] "
-         "[opponents=a,b] [seed=N] [json=<file>]")
-
-
 def main(argv: list[str]) -> None:
-    options, positional = split_options(argv, OPTIONS, USAGE)
-    if not positional:
-        raise UserError(f"give a variant and at least one player spec (usage: {USAGE})")
-    rules, specs = benchmark_rules(positional[0], positional[1:], players=4)
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("variant", help="rule set (conf/variant, or a YAML path)")
+    parser.add_argument("specs", nargs="+", metavar="spec",
+                        help="player specs (anything launch/evaluate.py takes), and any rule changes as "
+                             "variant.<rule>=value")
+    parser.add_argument("--games", type=positive(int), default=2000, help="games per cell")
+    parser.add_argument("--opponents", default="random,hybrid", help="opponents, comma-separated")
+    parser.add_argument("--seed", type=int, default=1000003, help="dice seed of every cell")
+    parser.add_argument("--json", metavar="FILE", help="append every cell to this file as a JSON line")
+    args = parser.parse_intermixed_args(argv)
+    check_integers(vars(args), {"--games": (1, MAX_GAMES)}, prefix="--")
+    rules, specs = benchmark_rules(args.variant, args.specs, players=4)
     if not specs:
-        raise UserError(f"give a variant and at least one player spec (usage: {USAGE})")
+        parser.error("give a variant and at least one player spec (the arguments were all rule changes)")
     variant = variant_label(rules)
-    games, seed = options["games"], options["seed"]
+    games, seed = args.games, args.seed
     print("| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for spec in specs:
-        for opponent in options["opponents"].split(","):
+        for opponent in args.opponents.split(","):
             start = time.perf_counter()
             result = play_tournament([spec] + [opponent] * 3, games, rules, seed, rate=False)
             seconds = time.perf_counter() - start
@@ -52,8 +55,8 @@ def main(argv: list[str]) -> None:
             print(f"| {variant} | `{spec}` | 3 x {opponent} | {row.win_rate:.1%} [{low:.1%}, {high:.1%}] | "
                   f"{row.mean_place:.2f} | {games} | {seconds:.0f} |", flush=True)
             print(f"|  | `{command}` |  |  |  |  |  |", flush=True)
-            if options["json"]:
-                with open(options["json"], "a") as f:
+            if args.json:
+                with open(args.json, "a") as f:
                     f.write(json.dumps({"variant": variant, "agent": spec, "opponent": opponent, "games": games,
                                         "seed": seed, "win_rate": row.win_rate, "ci95": [low, high],
                                         "mean_place": row.mean_place, "seconds": seconds,

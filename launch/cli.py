@@ -49,6 +49,222 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
         raise UserError(one_line(err)) from None
 
 
+# ------------------------------------------------------------------ Hydra key=value: the one way to pass options
+def compose_options(config: str, argv: list[str], schema: type, command: str, also: str = ""):
+    """The settings of a command whose options are Hydra ``key=value`` overrides of ``conf/<config>.yaml``: an
+    instance of the dataclass `schema`, which types them (``<config>_schema`` in Hydra's config store). Nothing is
+    written (no run folder, no log). Any failure is a `UserError` of one line: a key the schema lacks (a typo, an
+    added ``+key=``, a ``hydra.`` key) names `command` and the allowed keys (and `also`, what else is allowed);
+    a value of the wrong type says what to give (`bad_value`).
+
+    A list may also be written the way these commands took it before Hydra (`hydra_spelling`)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    overrides = hydra_spelling(argv, schema)
+    fields = field_names(schema)
+    for arg in overrides:
+        if override_key(arg).replace("/", ".").split(".")[0] == "hydra":  # no run folder, no logging: no hydra keys
+            raise UserError(unknown_option(arg, "hydra", command, fields, also))
+    # Hydra reads `key=value` as the choice of a config group whenever conf/<key>/ exists (league=, variant=), even
+    # for a config whose defaults list has no such group; a plain setting of that name is set after composing,
+    # as Hydra sets any other value (OmegaConf.update), so it is typed and checked the same way.
+    plain = [arg for arg in overrides if "=" in arg and arg.partition("=")[0] in plain_group_names(schema)]
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = hydra_compose(config, overrides=[arg for arg in overrides if arg not in plain])
+        for override in OverridesParser.create().parse_overrides(plain):
+            OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
+    except Exception as err:  # any composition failure is a problem with the user's input
+        raise UserError(option_error(err, overrides, schema, command, also)) from None
+    for key in OmegaConf.to_container(cfg, resolve=False):  # +key=value: Hydra adds a key without a check
+        if key not in fields:
+            given = next((a for a in overrides if override_key(a) == key), f"+{key}")
+            raise UserError(unknown_option(given, key, command, fields, also))
+    try:
+        return OmegaConf.to_object(cfg)
+    except Exception as err:  # an interpolation that does not resolve, a key deleted with ~key
+        raise UserError(one_line(err)) from None
+
+
+def plain_group_names(schema: type) -> set[str]:
+    """Keys of `schema` that are plain settings (not a section such as ``variant``'s rule fields) and yet name a
+    config group of ``conf/`` (``league``, ``variant``)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(schema)
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
+    return {f.name for f in dataclasses.fields(schema) if f.name in groups
+            and typing.get_origin(hints[f.name]) is not dict and not dataclasses.is_dataclass(hints[f.name])}
+
+
+def field_names(schema: type) -> list[str]:
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(schema)]
+
+
+def override_key(arg: str) -> str:
+    """The key a Hydra override sets: ``+x=1``, ``++x=1`` and ``~x`` all set ``x``."""
+    return arg.partition("=")[0].lstrip("+~")
+
+
+def unknown_option(arg: str, key: str, command: str, allowed: list[str], also: str = "") -> str:
+    return (f"argument {arg!r} is not allowed: unknown option {key!r} for {command}; allowed {', '.join(allowed)}"
+            + (f", and {also}" if also else ""))
+
+
+def option_error(err: BaseException, overrides: list[str], schema: type, command: str, also: str = "") -> str:
+    """One line for a failed composition: an unknown key, or a value of the wrong type for a key of `schema`,
+    in the words of `unknown_option` and `bad_value`; anything else as `one_line` says it."""
+    import typing
+
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ConfigTypeError, OmegaConfBaseException, \
+        ValidationError
+
+    cause = err
+    while cause is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__
+    key = str(getattr(cause, "full_key", None) or "")
+    fields = field_names(schema)
+    given = next((a for a in reversed(overrides) if override_key(a) == key), None)
+    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and key and key.split(".")[0] not in fields:
+        return unknown_option(given or key, key.split(".")[0], command, fields, also)
+    if isinstance(cause, (ValidationError, ConfigTypeError)) and key in fields and given is not None:
+        return bad_value(key, given.partition("=")[2], typing.get_type_hints(schema)[key])
+    return one_line(err)
+
+
+def type_kinds(hint: Any) -> tuple[list[Any], bool]:
+    """The types a field's annotation allows, less None, and whether it allows None (``int | None``)."""
+    import types
+    import typing
+
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        kinds = [k for k in typing.get_args(hint) if k is not type(None)]
+        return kinds, len(kinds) < len(typing.get_args(hint))
+    return [hint], False
+
+
+def bad_value(key: str, value: str, hint: Any) -> str:
+    """``key='value' is not allowed: give <what the type takes>``."""
+    import typing
+
+    kinds, optional = type_kinds(hint)
+    origin = typing.get_origin(kinds[0]) or kinds[0]
+    wanted = {bool: "true or false", int: "an integer", float: "a number", str: "text", list: "a list, [a,b]",
+              dict: "a mapping, {key: value}"}.get(origin, getattr(origin, "__name__", str(origin)))
+    return f"{key}={value!r} is not allowed: give {wanted}{' or null' if optional else ''}"
+
+
+def hydra_spelling(argv: list[str], schema: type) -> list[str]:
+    """The arguments as Hydra overrides, a top-level key of `schema` written as these commands took it before
+    they composed with Hydra: a list may be given bare (``bots=random,hybrid``, ``bots=random``) or empty
+    (``agents=``), and its items may hold what Hydra's grammar takes only quoted (``search:<run>?depth=2&...``):
+    such a list is rewritten with every item quoted. ``none`` is ``null`` for an optional number. Any other
+    key is left as it is; an empty value of one that is not a list is a `UserError` (``league=`` needs a value)."""
+    import typing
+
+    hints = typing.get_type_hints(schema)
+    rewritten = []
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        hint = hints.get(key) if eq else None
+        if hint is None:
+            rewritten.append(arg)
+            continue
+        kinds, optional = type_kinds(hint)
+        if typing.get_origin(kinds[0]) is list:
+            rewritten.append(f"{key}={hydra_list(key, value)}")
+        elif not value:
+            raise UserError(f"{key}= needs a value")
+        elif value.strip().lower() == "none" and optional and kinds[0] in (int, float):
+            rewritten.append(f"{key}=null")
+        else:
+            rewritten.append(arg)
+    return rewritten
+
+
+def hydra_list(key: str, value: str) -> str:
+    """`value` of a list option as a Hydra list: kept when Hydra reads it as one, else split on commas (a player
+    spec or a path holds none) and every item quoted."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if value.startswith("[") != value.endswith("]"):
+        raise UserError(f"{key}={value}: give a list as [a,b]")
+    if value.startswith("["):
+        try:
+            parsed = OverridesParser.create().parse_overrides([f"{key}={value}"])[0].value()
+        except Exception:  # noqa: BLE001  (the grammar refuses it: quoted below)
+            parsed = None
+        if isinstance(parsed, list):
+            return value
+    inner = value[1:-1] if value.startswith("[") else value
+    if not inner.strip():
+        return "[]"
+    items = [item.strip().strip("'\"") for item in inner.split(",")]
+    if not all(items):
+        raise UserError(f"{key}={value}: an empty item in the list")
+    quoted = []
+    for item in items:
+        quote = "'" if "'" not in item else '"'
+        if quote in item:
+            raise UserError(f"{key}={value}: an item holds both kinds of quote")
+        quoted.append(f"{quote}{item}{quote}")
+    return f"[{','.join(quoted)}]"
+
+
+def options_help(doc: str | None, config: str, schema: type) -> str:
+    """A command's ``--help``: its docstring, then every option of `schema` with its type, its default as
+    ``conf/<config>.yaml`` composes it and the docstring of its field."""
+    import dataclasses
+    import inspect
+    import textwrap
+    import typing
+
+    from omegaconf import OmegaConf
+
+    from ludo_env.rules import field_docs
+
+    cfg = compose(config, [], return_hydra_config=True)
+    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+    values = OmegaConf.to_container(cfg, resolve=False)
+    docs, hints = field_docs(schema), typing.get_type_hints(schema)
+    source = Path(inspect.getsourcefile(schema) or "").resolve()  # the script's path, also when run as __main__
+    where = source.relative_to(CONF_DIR.parent) if CONF_DIR.parent in source.parents else source.name
+    lines = [textwrap.dedent(doc or "").strip(), "",
+             f"Options: Hydra key=value overrides of conf/{config}.yaml, typed by {schema.__qualname__} "
+             f"({where}):"]
+    for f in dataclasses.fields(schema):
+        shown = f"{choices[f.name]} (a file of conf/{f.name}/; {f.name}.<field>=value sets one field)" \
+            if f.name in choices else yaml_text(values.get(f.name))
+        lines.append(f"  {f.name}={shown}  [{type_text(hints[f.name])}]")
+        text = " ".join((docs.get(f.name) or "").split())
+        lines += textwrap.wrap(text, 112, initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
+def yaml_text(value: Any) -> str:
+    """A value as a key=value override writes it: null, true, [a, b]."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(yaml_text(v) for v in value) + "]"
+    return str(value)
+
+
+def type_text(hint: Any) -> str:
+    import re
+
+    text = hint.__name__ if isinstance(hint, type) and not getattr(hint, "__args__", None) else str(hint)
+    return re.sub(r"\btyping\.", "", text).replace("NoneType", "None")
+
+
 INT64_MAX = 2**63 - 1
 """The largest integer setting numpy and numba take (seeds are 64-bit: larger ones would only wrap around)."""
 MAX_GAMES = 10_000_000
@@ -175,41 +391,6 @@ def check_hydra_outputs(cfg, file_keys: tuple[str, ...] = ()) -> None:
             check_output(value, key)
 
 
-def split_options(argv: list[str], defaults: dict[str, Any], usage: str,
-                  empty_ok: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
-    """``(options, positional)``: `defaults` updated by the ``key=value`` arguments naming them, and the rest in order.
-
-    A player spec may hold ``=`` itself (``search:<run>?depth=2``), so an argument is an option only when the text
-    before its first ``=`` is an option's name. An option whose default is an int must parse as one; a bad value,
-    or an empty one outside `empty_ok`, is a `UserError` of one line ending with `usage`.
-    """
-    options, positional = dict(defaults), []
-    for arg in argv:
-        key, eq, value = arg.partition("=")
-        if not eq or key not in defaults:
-            positional.append(arg)
-            continue
-        if not value and key not in empty_ok:
-            raise UserError(f"{key}= needs a value (usage: {usage})")
-        if isinstance(defaults[key], int):
-            try:
-                value = int(value)
-            except ValueError:
-                raise UserError(f"{key} must be an integer, got {value!r} (usage: {usage})") from None
-        options[key] = value
-    return options, positional
-
-
-def options_only(argv: list[str], defaults: dict[str, Any], usage: str,
-                 empty_ok: tuple[str, ...] = ()) -> dict[str, Any]:
-    """`split_options` for a command without positional arguments: any other argument is a `UserError`."""
-    options, positional = split_options(argv, defaults, usage, empty_ok)
-    if positional:
-        raise UserError(f"argument {positional[0]!r} is not allowed: give key=value with key in "
-                        f"{', '.join(defaults)} (usage: {usage})")
-    return options
-
-
 def input_errors() -> tuple[type[BaseException], ...]:
     """What a command prints as one line: a `UserError`, and the library's own one-line errors about what a user
     gave (a variant, a player spec or a player's answer, a policy folder, a league database, a record file).
@@ -262,8 +443,9 @@ def benchmark_rules(variant: str, args: list[str], players: int):
     return Rules.load(variant, players=players, **overrides), rest
 
 
-def check_variant_overrides(argv: list[str], players_from: str) -> None:
-    """``variant.<field>=`` must name a rule field, and ``variant.players`` is set by `players_from`, not by hand."""
+def check_variant_overrides(argv: list[str], players_from: str | None) -> None:
+    """``variant.<field>=`` must name a rule field, and ``variant.players`` is set by `players_from`, not by hand
+    (None: by hand, as any other rule field)."""
     import dataclasses
 
     from ludo_env.rules import Rules
@@ -271,7 +453,7 @@ def check_variant_overrides(argv: list[str], players_from: str) -> None:
     rule_fields = sorted(f.name for f in dataclasses.fields(Rules))
     for arg in argv:
         key = arg.partition("=")[0].lstrip("+~")
-        if key == "variant.players":
+        if key == "variant.players" and players_from is not None:
             raise UserError(f"variant.players is not set by hand: the player count is {players_from}")
         if key.startswith("variant.") and key[len("variant."):] not in rule_fields:
             raise UserError(

@@ -105,6 +105,7 @@ from launch.cli import (
     compose,
     emit,
     fail,
+    options_help,
 )
 
 EXPORT_FORMAT = "ludo-league-export/1"
@@ -442,7 +443,7 @@ def _metadata(file_name, written, folder, kind, model_config, encoder, dim, name
 def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
         try:
-            emit(__doc__)
+            emit(options_help(__doc__, "export", ExportConfig))
         except UserError as err:  # a stdout that cannot take it: one line
             fail(err)
         return 0

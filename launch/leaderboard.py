@@ -2,9 +2,10 @@
 
     python launch/leaderboard.py league=outputs/train/<run>
     python launch/leaderboard.py league=outputs/train/<run>/league.db out=/tmp/board.html
-    python launch/leaderboard.py league=outputs/train/<run> --serve port=8765
+    python launch/leaderboard.py league=outputs/train/<run> serve=true port=8765
 
-Arguments are key=value, and one flag:
+Options are Hydra ``key=value`` overrides of ``conf/leaderboard.yaml``, typed by
+`LeaderboardConfig` (``--help`` lists them with their defaults):
 
 ``league`` (required)
     A run folder (its ``league.db`` is read) or a league database file. The
@@ -14,7 +15,7 @@ Arguments are key=value, and one flag:
     Where the page goes; default ``leaderboard.html`` beside the database. It
     is written to a temporary file and renamed into place, so a browser or a
     copy never sees half a page. Its path is printed.
-``--serve``
+``serve`` (default false; ``--serve`` is the same as ``serve=true``)
     After writing the page, serve it on http://127.0.0.1:<port>/ (this machine
     only) until Ctrl-C. Every request renders the page afresh from the
     database, and the page fetches itself again every `REFRESH_SECONDS`
@@ -22,7 +23,7 @@ Arguments are key=value, and one flag:
     while it trains. Only GET and HEAD of ``/`` and of
     ``/<name of out>`` are answered; other paths are 404, other methods 405.
 ``port``
-    The port for --serve (default 8765; 0 lets the system pick a free one,
+    The port for ``serve`` (default 8765; 0 lets the system pick a free one,
     and the printed URL names it).
 
 The page (`policies.league.leaderboard.render_html`) holds the ranking by
@@ -32,26 +33,31 @@ rate against random bots and status (evicted members stay, greyed), the
 rating history over training iterations, the head-to-head matrix, and main's
 evaluation win rates over environment steps.
 
-Any user error (a missing or foreign database, an unknown argument, a bad
-port, an unwritable output) prints one line to stderr and exits with status 2.
+Any user error (a missing or foreign database, an unknown key, a value of the
+wrong type, a bad port, an unwritable output) prints one line to stderr and exits with status 2.
 """
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from hydra.core.config_store import ConfigStore
+
 from launch.cli import (
     UserError,
     catch_interrupts,
     check_output,
+    compose_options,
     emit,
     fail,
-    options_only,
+    options_help,
     parse_port,
     read_jsonl,
+    stop_interrupted,
     write_text,
 )
 
@@ -60,18 +66,35 @@ DEFAULT_PORT = 8765
 REFRESH_SECONDS = 30
 PAGE_NAME = "leaderboard.html"
 METRICS_NAME = "metrics.jsonl"
-OPTIONS = {"league": "", "out": "", "port": str(DEFAULT_PORT)}
-USAGE = "python launch/leaderboard.py league=<run folder or league.db> [out=<html path>] [--serve] [port=<n>]"
+SERVE_FLAG = "--serve"
+"""The flag the command took before its options were Hydra's: the same as ``serve=true``."""
 
 
-def parse(argv: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = options_only([arg for arg in argv if arg != "--serve"], OPTIONS, USAGE)
-    if not args["league"]:
+@dataclass
+class LeaderboardConfig:
+    league: str | None = None
+    """A run folder (its league.db is read) or a league database file; required."""
+    out: str | None = None
+    """Where the page goes; null: leaderboard.html beside the database."""
+    serve: bool = False
+    """After writing the page, serve it on http://127.0.0.1:<port>/ until Ctrl-C, rendered afresh on every
+    request."""
+    port: int = DEFAULT_PORT
+    """The port for serve; 0 lets the system pick a free one."""
+
+
+ConfigStore.instance().store(name="leaderboard_schema", node=LeaderboardConfig)
+
+
+def parse(argv: list[str]) -> LeaderboardConfig:
+    """The settings from key=value arguments (``--serve`` is ``serve=true``); every problem a `UserError`."""
+    cfg: LeaderboardConfig = compose_options(
+        "leaderboard", ["serve=true" if arg == SERVE_FLAG else arg for arg in argv], LeaderboardConfig,
+        "leaderboard")
+    if not cfg.league:
         raise UserError("league= is required: give a run folder or a league.db file")
-    args["out"] = args["out"] or None
-    args["serve"] = "--serve" in argv
-    args["port"] = parse_port(args["port"])
-    return args
+    cfg.port = parse_port(cfg.port)
+    return cfg
 
 
 def read_metrics(path: Path, warned: set | None = None) -> list[dict[str, Any]] | None:
@@ -192,17 +215,20 @@ def serve(board: Board, port: int) -> None:
 
 def main(argv: list[str]) -> None:
     if any(a in ("-h", "--help") for a in argv):
-        emit(__doc__)
+        emit(options_help(__doc__, "leaderboard", LeaderboardConfig))
         return
-    args = parse(argv)
-    board = Board(args["league"], args["out"])
+    cfg = parse(argv)
+    board = Board(cfg.league, cfg.out)
     emit(f"leaderboard: {board.write()}")
-    if args["serve"]:
-        serve(board, args["port"])
+    if cfg.serve:
+        serve(board, cfg.port)
 
 
 if __name__ == "__main__":
+    catch_interrupts()  # Ctrl-C while the page is rendered or written: one line and 130 (serving, it stops with 0)
     try:
         main(sys.argv[1:])
     except UserError as err:
         fail(err)
+    except KeyboardInterrupt:
+        stop_interrupted("leaderboard.py stopped; a page not finished is not written")

@@ -6,6 +6,14 @@
     python launch/league.py remove <member> ... [league=<db>]
     python launch/leaderboard.py league=<db>          # the dashboard of the same database
 
+The first word is the sub-command; ``add`` and ``remove`` then take what they
+add or remove (anything that is not ``key=value``), and every sub-command takes
+Hydra ``key=value`` overrides of its own config, ``conf/league_<sub-command>.yaml``,
+typed by `LeagueAddConfig`, `LeaguePlayConfig`, `LeagueShowConfig` and
+`LeagueRemoveConfig` (``python launch/league.py <sub-command> --help`` lists
+them with their defaults). A key another sub-command takes is refused as any
+unknown key. ``bots=random,hybrid`` is the list ``bots=[random,hybrid]``.
+
 ``league`` is a league database (`policies.league.store`) or a folder that
 holds one as ``league.db`` (a training run's folder works: its snapshots are
 already members); default ``outputs/league/league.db``, created on first use.
@@ -19,7 +27,7 @@ single source), and is evaluated against 3 ``random`` and 3 ``hybrid``
 (``panel_games`` games each) for the table. Adding the same policy twice is
 a no-op.
 
-``play`` adds every seed bot (``bots=`` to choose) and plays a rated round
+``play`` adds every seed bot (``bots=[...]`` to choose) and plays a rated round
 among the league's active members: every set of ``players`` members (a round
 robin) when ``games`` allows each set a game per seat, else as many
 distinct sets as fit, drawn with ``seed``. Seats rotate within each set.
@@ -54,94 +62,136 @@ again.
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import (
-    INT64_MAX,
+from hydra.core.config_store import ConfigStore  # noqa: E402
+
+from launch.cli import (  # noqa: E402
     MAX_GAMES,
     RAY_DEPRECATIONS,
     UserError,
     catch_interrupts,
     check_integers,
     check_output,
+    compose_options,
     emit,
     fail,
+    field_names,
     one_line,
+    options_help,
+    override_key,
     stop_interrupted,
 )
 
-DEFAULT_LEAGUE = Path("outputs/league/league.db")
-COMMANDS = {
-    "add": {"league", "name", "panel_games", "variant", "players", "seed"},
-    "play": {"league", "games", "variant", "players", "seed", "bots"},
-    "show": {"league"},
-    "remove": {"league"},
-}
-USAGE = ("usage: python launch/league.py {add <run or ckpt:path> ...|play games=N|show|remove <member> ...} "
-         "[league=<db>] [key=value ...]")
+DEFAULT_LEAGUE = "outputs/league/league.db"
+PANEL_GAMES = 1000
+"""Games against each panel opponent for a member that has none yet (``add``'s ``panel_games``)."""
 
 
-def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]]:
-    if not argv or argv[0] not in COMMANDS:
+@dataclass
+class LeagueShowConfig:
+    league: str = DEFAULT_LEAGUE
+    """A league database, or a folder holding one as league.db (a training run's folder: its snapshots are members
+    already); created on first use, except by show and remove."""
+
+
+@dataclass
+class LeagueRemoveConfig(LeagueShowConfig):
+    """``remove <member> ...``: the league alone; what is removed is named before the options."""
+
+
+@dataclass
+class LeagueGamesConfig(LeagueShowConfig):
+    variant: str = "classic"
+    """The rules the members play under: a file of conf/variant (or a YAML path of rule fields)."""
+    players: int = 4
+    """Players in each game: 2, 3 or 4; a member trained for another count sits out."""
+    seed: int = 0
+    """Dice of the panel games and of the round, and which line-ups a round draws."""
+
+
+@dataclass
+class LeagueAddConfig(LeagueGamesConfig):
+    name: str | None = None
+    """The member's name, for a single source; null: named after its run and iteration. The human: prefix is
+    reserved for people."""
+    panel_games: int = PANEL_GAMES
+    """Games against 3 random and against 3 hybrid that give the new member's panel win rates."""
+
+
+@dataclass
+class LeaguePlayConfig(LeagueGamesConfig):
+    games: int = 2000
+    """Games of the rated round: every set of `players` members a game per seat when it allows, else as many
+    distinct sets as fit."""
+    bots: list[str] | None = None
+    """Seed bots that join the league as members and play; null: every seed bot."""
+
+
+SUBCOMMANDS: dict[str, type] = {"add": LeagueAddConfig, "play": LeaguePlayConfig, "show": LeagueShowConfig,
+                                "remove": LeagueRemoveConfig}
+"""Each sub-command and the schema of its options, composed from ``conf/league_<sub-command>.yaml``."""
+for _command, _schema in SUBCOMMANDS.items():
+    ConfigStore.instance().store(name=f"league_{_command}_schema", node=_schema)
+RANGES = {"games": (1, MAX_GAMES), "panel_games": (1, MAX_GAMES), "players": (2, 4)}
+OVERRIDE = re.compile(r"[+~]*[A-Za-z_][\w.]*")
+"""What the text before ``=`` is in an override; a run folder or a player spec has a ``/`` or a ``:`` there."""
+USAGE = ("usage: python launch/league.py {add <run or ckpt:path> ...|play|show|remove <member> ...} "
+         "[key=value ...]")
+
+
+def parse(argv: list[str]):
+    """``(sub-command, sources, settings)``: what `add` adds or `remove` removes, and the sub-command's settings,
+    composed and checked; every problem a `UserError` of one line, before any database is opened."""
+    if not argv or argv[0] not in SUBCOMMANDS:
         raise UserError(f"choose a command: add, play, show or remove ({USAGE})")
-    command, sources, options = argv[0], [], {}
+    command, schema = argv[0], SUBCOMMANDS[argv[0]]
+    sources, overrides = [], []
     for arg in argv[1:]:
-        key, eq, value = arg.partition("=")
-        if command == "remove" and key != "league":  # a member's name can hold '=' (search settings)
-            sources.append(arg)
-        elif eq and not key.startswith(("ckpt:", "search:", "mcts:")) and "/" not in key:
-            if key not in COMMANDS[command]:
-                raise UserError(f"unknown option {key!r} for {command}: allowed {', '.join(sorted(COMMANDS[command]))}")
-            options[key] = value
+        key, eq, _ = arg.partition("=")
+        if command == "remove":  # a member's name can hold '=' (search settings): only remove's own keys
+            is_override = bool(eq) and override_key(arg) in field_names(schema)
         else:
-            sources.append(arg)
+            is_override = bool(eq) and OVERRIDE.fullmatch(key) is not None
+        (overrides if is_override else sources).append(arg)
     if command == "add" and not sources:
         raise UserError("add needs at least one run folder, checkpoint or policy (ckpt:<path>)")
     if command == "remove" and not sources:
         raise UserError("remove needs at least one member name, as show prints it")
     if command not in ("add", "remove") and sources:
         raise UserError(f"{command} takes only key=value options, not {sources[0]!r}")
-    return command, sources, options
+    cfg = compose_options(f"league_{command}", overrides, schema, command)
+    check_integers(cfg, RANGES)
+    return command, sources, cfg
 
 
-def integer(options: dict[str, str], key: str, default: int, low: int = 0, high: int = INT64_MAX) -> int:
-    try:
-        value = int(options.get(key, default))
-    except ValueError:
-        raise UserError(f"{key}={options[key]!r} is not allowed: give an integer in [{low}, {high}]") from None
-    check_integers({key: value}, {key: (low, high)})
-    return value
-
-
-def league_settings(options: dict[str, str], command: str):
+def league_settings(cfg, command: str):
     """The `LeagueSettings` the options ask for; every problem a `UserError`, before any database is opened."""
     from policies.league.league import LeagueSettings
     from policies.players import bot_names
 
-    players = integer(options, "players", 4, low=2)
-    if players > 4:
-        raise UserError(f"players={players} is not allowed: give 2, 3 or 4")
-    bots = tuple(b.strip() for b in options.get("bots", ",".join(bot_names())).strip("[]").split(",") if b.strip())
+    bots = tuple(cfg.bots) if getattr(cfg, "bots", None) is not None else tuple(bot_names())
     unknown = [b for b in bots if b not in bot_names()]
     if unknown:
         raise UserError(f"bots: unknown bot {unknown[0]!r}: choose from {', '.join(bot_names())}")
     rated = bots if command == "play" else ()
-    return LeagueSettings(players=players, max_snapshots=0, bots=(), rated_bots=rated, with_main=False)
+    return LeagueSettings(players=cfg.players, max_snapshots=0, bots=(), rated_bots=rated, with_main=False)
 
 
-def open_league(options: dict[str, str], command: str, settings=None):
+def open_league(cfg, command: str, settings=None):
     from policies.league.league import League
     from policies.league.store import LeagueStore
 
-    settings = settings or league_settings(options, command)  # checked before the database is opened or made
-    path = Path(options.get("league", DEFAULT_LEAGUE))
-    store = LeagueStore.open(path, create=command != "show")
-    return League(store, settings, options.get("variant", "classic"))
+    settings = settings or league_settings(cfg, command)  # checked before the database is opened or made
+    store = LeagueStore.open(Path(cfg.league), create=command != "show")
+    return League(store, settings, cfg.variant)
 
 
 def check_enough_members(path: Path, settings) -> None:
@@ -166,10 +216,10 @@ def warn_dropped(dropped) -> None:
               f"{failed.reason}", file=sys.stderr, flush=True)
 
 
-def rules_of(options: dict[str, str], players: int):
+def rules_of(cfg):
     from ludo_env.rules import Rules
 
-    return Rules.load(options.get("variant", "classic"), players=players)
+    return Rules.load(cfg.variant, players=cfg.players)
 
 
 def panel_player(league, rules, games: int, seed: int):
@@ -265,7 +315,13 @@ def unloadable(league, members, rules) -> set[int]:
 
 
 def main(argv: list[str]) -> None:
-    command, sources, options = parse(argv)
+    if argv[:1] and argv[0] in SUBCOMMANDS and any(a in ("-h", "--help") for a in argv[1:]):
+        emit(options_help(__doc__, f"league_{argv[0]}", SUBCOMMANDS[argv[0]]))
+        return
+    if any(a in ("-h", "--help") for a in argv[:1]):
+        emit(__doc__)
+        return
+    command, sources, cfg = parse(argv)
     logging.getLogger(RAY_DEPRECATIONS).setLevel(logging.ERROR)  # RLlib's notes about its own code, per ckpt: loaded
     from policies.checkpoints import PolicyFileError
     from policies.league.league import MemberFailed, normalized_external
@@ -274,17 +330,15 @@ def main(argv: list[str]) -> None:
 
     try:
         # Every option and source is checked before the database is opened or anything is played.
-        seed = integer(options, "seed", 0)
-        games = integer(options, "games", 2000, low=1, high=MAX_GAMES)
-        panel_games = integer(options, "panel_games", 1000, low=1, high=MAX_GAMES)
         if command == "show":
-            with LeagueStore.open(options.get("league", DEFAULT_LEAGUE), create=False, read_only=True) as store:
+            with LeagueStore.open(cfg.league, create=False, read_only=True) as store:
                 emit(standings(store))
             return
-        if "name" in options and len(sources) > 1:
+        name = getattr(cfg, "name", None)
+        if name is not None and len(sources) > 1:
             raise UserError("name= names a single source: add one at a time to name each")
-        check_name(options.get("name"))
-        league_path = Path(options.get("league", DEFAULT_LEAGUE))
+        check_name(name)
+        league_path = Path(cfg.league)
         check_output(league_path / DB_NAME if league_path.is_dir() else league_path, "league")
         if command == "remove":
             with LeagueStore.open(league_path, create=False) as store:
@@ -293,23 +347,23 @@ def main(argv: list[str]) -> None:
             return
         # every source loads, and fits the league's rules, before anything is written: a damaged one, or one
         # trained for another player count, leaves the league as it was; a bad option creates no database
-        settings = league_settings(options, command)
-        rules = rules_of(options, settings.players)
+        settings = league_settings(cfg, command)
+        rules = rules_of(cfg)
         specs = [normalized_external(source) for source in sources]
         for spec in specs:
             make_player(spec, rules=rules)
         if command == "play":
             check_enough_members(league_path, settings)
-        league = open_league(options, command, settings)
+        league = open_league(cfg, command, settings)
         players = league.settings.players
-        panel = panel_player(league, rules, panel_games, seed)
+        panel = panel_player(league, rules, getattr(cfg, "panel_games", PANEL_GAMES), cfg.seed)
         if command == "add":
             before = {m.id for m in league.store.members()}
             try:
                 with league.store.transaction():
                     for spec in specs:
                         known = {m.id for m in league.store.members()}
-                        member = league.add_external(spec, options.get("name"))
+                        member = league.add_external(spec, name)
                         verb = "already in the league:" if member.id in known else "added"
                         emit(f"{verb} {member.name} ({member.spec})")
                 warn_dropped(league.fill_panels(panel))
@@ -331,10 +385,10 @@ def main(argv: list[str]) -> None:
             if len(members) < players:
                 raise UserError(f"a round needs at least {players} members that play, the league has {len(members)}: "
                                 "add members or choose more bots=")
-            lineups, per_lineup = round_robin([m.id for m in members], players, games, seed)
+            lineups, per_lineup = round_robin([m.id for m in members], players, cfg.games, cfg.seed)
             print(f"{len(members)} members, {len(lineups)} line-ups x {per_lineup} games", file=sys.stderr)
             with tqdm(total=len(lineups), unit="line-up", desc="round robin") as bar:
-                result = league.rating_round(rules, seed, label="round robin", lineups=lineups,
+                result = league.rating_round(rules, cfg.seed, label="round robin", lineups=lineups,
                                              games_per_lineup=per_lineup, progress=lambda done, total: bar.update())
             print(f"round {result.round_id}: {result.games} rated games", file=sys.stderr)
         emit(standings(league.store))

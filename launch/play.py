@@ -79,6 +79,7 @@ from launch.cli import (
     compose,
     emit,
     fail,
+    options_help,
     stop_interrupted,
 )
 
@@ -438,7 +439,7 @@ def make_table(cfg: PlayConfig) -> Table:
 def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
         try:
-            emit(__doc__)
+            emit(options_help(__doc__, "play", PlayConfig))
         except UserError as err:  # a stdout that cannot take it: one line
             fail(err)
         return 0

@@ -6,7 +6,10 @@
 
 Then open the printed address (http://127.0.0.1:8000/ by default).
 
-Arguments are key=value:
+Options are Hydra ``key=value`` overrides of ``conf/serve.yaml``, typed by
+`ServeConfig` (``--help`` lists them with their defaults). A list is ``[a,b]``;
+``agents=ckpt:a,search:b?depth=2`` (bare, or a spec holding ``?``, ``&`` or
+``=``) is taken as that list too.
 
 ``agents``
     Player specs the server loads and offers as opponents, beside the seed
@@ -55,7 +58,7 @@ Arguments are key=value:
     How long an agent may take for one move (its first move, which may
     compile, up to 120 s). An agent that raises, answers a token that cannot
     move or runs out of time loses its seat in that game to the ``random``
-    bot, and the page says so; the game goes on. ``0`` or ``none``: no limit.
+    bot, and the page says so; the game goes on. ``0`` or ``null`` (``none``): no limit.
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
 
@@ -95,7 +98,7 @@ board, die, move and, for a learned agent this server loaded, its move
 probabilities or values; ``/league`` is the leaderboard. The browser sends
 only ids from the server's lists, never a spec or a path.
 
-A bad argument, an unknown opponent spec, a league folder that is not one, a
+A bad argument (an unknown key, a value of the wrong type), an unknown opponent spec, a league folder that is not one, a
 records folder another server holds or a port in use prints one line to stderr
 and exits 2. Ctrl-C (or SIGTERM) stops the server within a few seconds, even
 with a move in progress: it prints ``stopped`` and exits 130 (143 for
@@ -104,6 +107,7 @@ stops it in one line with 130.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -111,84 +115,110 @@ import signal
 import socket
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launch.cli import UserError, catch_interrupts, emit, fail, options_only, parse_port, stop_interrupted
+from hydra.core.config_store import ConfigStore
+
+from launch.cli import (
+    UserError,
+    catch_interrupts,
+    compose_options,
+    emit,
+    fail,
+    options_help,
+    parse_port,
+    stop_interrupted,
+)
+from launch.web.site import DEFAULT_MOVE_SECONDS, Limits
 
 HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-DEFAULT_RECORDS = "outputs/serve/records"
-DEFAULT_MOVE_SECONDS = 10  # launch.web.site.DEFAULT_MOVE_SECONDS, kept here so that --help imports no web stack
 STOP_SECONDS = 3  # for requests in flight after Ctrl-C; a move stuck in an agent is not waited for
-# launch.web.site.Limits' fields and defaults, kept here so that --help imports no web stack
-LIMITS = {"rated_per_name": 20, "rated_per_address": 60, "new_names": 30, "games_per_browser": 10,
-          "games_per_address": 100, "games_total": 2000, "idle_minutes": 60}
 MAX_LIMIT = 1_000_000
+MAX_MOVE_SECONDS = 86400
 LOCK_NAME = "serve.lock"
-OPTIONS = {"agents": "", "league": "", "records": DEFAULT_RECORDS, "replays": "", "move_seconds": str(DEFAULT_MOVE_SECONDS),
-           "host": HOST, "port": str(DEFAULT_PORT), **{key: str(value) for key, value in LIMITS.items()}}
-USAGE = ("python launch/serve.py [agents=[spec,...]] [league=<run folder>] [records=<folder>] [replays=[file,...]] "
-         "[move_seconds=<s>] [host=<address>] [port=<n>] [rated_per_name=<n>] [rated_per_address=<n>] "
-         "[new_names=<n>] [games_per_browser=<n>] [games_per_address=<n>] [games_total=<n>] [idle_minutes=<n>]")
+UNLIMITED_FROM_ZERO = ("rated_per_name", "rated_per_address", "new_names", "idle_minutes")
+"""Limits that may be 0 (no rated games, no new names, expire at once); the caps on unfinished games must let a
+game be played."""
 
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # as launch/play.py, for the same reason
 
 
-def parse_list(key: str, value: str) -> list[str]:
-    """``[a,b]`` (or one bare item) as a list; a spec holds no comma, so commas split it."""
-    inner = value[1:-1] if value.startswith("[") and value.endswith("]") else value
-    if value.startswith("[") != value.endswith("]"):
-        raise UserError(f"{key}={value}: give a list as [a,b]")
-    items = [item.strip().strip("'\"") for item in inner.split(",")]
-    if any(not item for item in items) and inner.strip():
-        raise UserError(f"{key}={value}: an empty item in the list")
-    return [item for item in items if item]
+@dataclass
+class ServeConfig:
+    agents: list[str] = field(default_factory=list)
+    """Player specs loaded at start-up and offered as opponents beside the seed bots: ckpt:<path>,
+    search:<path>?depth=2, mcts:<path>?sims=64, py:package.module:Class."""
+    league: str | None = None
+    """A league run folder (its league.db) or database: its active members are offered, /league shows its
+    leaderboard, and a person's games against its members are rated."""
+    records: str = "outputs/serve/records"
+    """Folder of every finished game's record, of the person's own decisions (human/) and of the unfinished games
+    (games.db); one server at a time holds it (serve.lock)."""
+    replays: list[str] = field(default_factory=list)
+    """More record files for the replay viewer (launch/play.py or launch/evaluate.py record= output)."""
+    move_seconds: float | None = DEFAULT_MOVE_SECONDS
+    """Seconds an agent may take for one move (its first, which may compile, up to 120); 0 or null: no limit.
+    An agent that fails or runs out of time loses its seat to the random bot."""
+    host: str = HOST
+    """The address to serve on; the default serves this machine only."""
+    port: int = 8000
+    """The port; 0 picks a free one (the printed address names it)."""
+    rated_per_name: int = Limits.rated_per_name
+    """Rated games one name may have in an hour; a game past it is played and recorded, not rated (0: none)."""
+    rated_per_address: int = Limits.rated_per_address
+    """Rated games one address (the browser's IP address) may have in an hour, whatever names it plays under."""
+    new_names: int = Limits.new_names
+    """Names that may be claimed in an hour (a name is claimed by its first game); a new name past it is
+    refused (429)."""
+    games_per_browser: int = Limits.games_per_browser
+    """Unfinished games kept for one browser (its player token, or its address)."""
+    games_per_address: int = Limits.games_per_address
+    """Unfinished games kept for one address."""
+    games_total: int = Limits.games_total
+    """Unfinished games kept for the whole server."""
+    idle_minutes: int = Limits.idle_minutes
+    """A new game past a cap expires the oldest unfinished game under it that no one has played for this long,
+    or is refused (429)."""
+
+
+ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
 
 
 def parse(argv: list[str]) -> dict[str, Any]:
-    args = options_only(argv, OPTIONS, USAGE, empty_ok=("agents", "replays"))
-    for key in ("agents", "replays"):
-        args[key] = parse_list(key, args[key])
-    args["league"] = args["league"] or None
-    args["port"] = parse_port(args["port"])
-    args["move_seconds"] = parse_seconds(args["move_seconds"])
-    for key in LIMITS:
-        args[key] = parse_limit(key, args[key])
-    return args
+    """The settings from key=value arguments, each checked: a `UserError` of one line otherwise. ``move_seconds``
+    0 is None (no limit)."""
+    cfg: ServeConfig = compose_options("serve", argv, ServeConfig, "serve")
+    cfg.port = parse_port(cfg.port)
+    cfg.move_seconds = check_move_seconds(cfg.move_seconds)
+    for key in Limits.names():
+        check_limit(key, getattr(cfg, key))
+    return dataclasses.asdict(cfg)
 
 
-def parse_limit(key: str, value: str) -> int:
-    """A limit of `LIMITS`: a whole number; 0 is allowed for the rated games and new names (none), not for the
-    caps on unfinished games, which must let a game be played."""
-    low = 0 if key in ("rated_per_name", "rated_per_address", "new_names", "idle_minutes") else 1
-    try:
-        number = int(value)
-    except ValueError:
-        number = None
-    if number is None or not low <= number <= MAX_LIMIT:
+def check_limit(key: str, value: int) -> int:
+    """A limit of `Limits`: a whole number in its range (`UNLIMITED_FROM_ZERO` from 0, the others from 1)."""
+    low = 0 if key in UNLIMITED_FROM_ZERO else 1
+    if not low <= value <= MAX_LIMIT:
         raise UserError(f"{key}={value} is not allowed: give a whole number in {low}..{MAX_LIMIT}")
-    return number
+    return value
 
 
-def parse_seconds(value: str) -> float | None:
-    """``move_seconds``: a positive number of seconds, or 0/none for no limit."""
-    if value.strip().lower() in ("0", "none"):
+def check_move_seconds(seconds: float | None) -> float | None:
+    """``move_seconds``: a positive number of seconds, or 0/null for no limit (None)."""
+    if seconds is None or seconds == 0:
         return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and 0 < seconds <= 86400):
-        raise UserError(f"move_seconds={value} is not allowed: give a number of seconds above 0 and at most 86400, "
-                        "or 0 or none for no limit")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_MOVE_SECONDS):
+        raise UserError(f"move_seconds={seconds:g} is not allowed: give a number of seconds above 0 and at most "
+                        f"{MAX_MOVE_SECONDS}, or 0 or null for no limit")
     return seconds
 
 
 def build_site(args: dict[str, Any]):
     """The site's opponents, records folder and league, every one checked now."""
     from launch.leaderboard import Board
-    from launch.web.site import Limits, Site
+    from launch.web.site import Site
     from policies.players import PlayerSpecError, bot_names
 
     # Loading a ckpt: agent, RLlib warns that its own catalog code uses a constructor it deprecates.
@@ -213,7 +243,7 @@ def build_site(args: dict[str, Any]):
     if not os.access(records, os.W_OK):
         raise UserError(f"records={records}: the folder is not writable")
     hold_records_lock(records)
-    limits = Limits(**{key: args.get(key, default) for key, default in LIMITS.items()})
+    limits = Limits(**{key: args[key] for key in Limits.names()})
     site = Site(records.resolve(), args["agents"], league, replays, move_seconds=args.get("move_seconds"),
                 limits=limits)
     try:
@@ -291,7 +321,7 @@ def warm_up() -> None:
 
 def main(argv: list[str]) -> None:
     if any(a in ("-h", "--help") for a in argv):
-        emit(__doc__)
+        emit(options_help(__doc__, "serve", ServeConfig))
         return
     args = parse(argv)
     site = build_site(args)

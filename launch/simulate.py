@@ -1,33 +1,75 @@
 """Play random-move games under any variant and print what happened.
 
     python launch/simulate.py variant=classic games=10000 seed=0
-    python launch/simulate.py variant=classic players=2 blockades=true
+    python launch/simulate.py variant=classic variant.players=2 variant.blockades=true
 
-Arguments are key=value: `variant` (a name in conf/variant or a YAML path),
-`games`, `seed`, `max_plies`, `specialised` (true: the engine kernel compiled for these
-rules, about a fifth faster, after a compilation of its own the first time a machine meets them; default
-false), and any rule field as an override. It reports
-each seat's share of wins and mean finishing place, the mean game length,
-truncated games and the speed. Bad input exits with one line. Games are
-played in slices of `SLICE` (the same games as in one call: each has its own
-dice), so Ctrl-C stops within a second or two with one line and exit status 130.
+Options are Hydra ``key=value`` overrides of ``conf/simulate.yaml``, typed by
+`SimulateConfig` (``--help`` lists them with their defaults): ``variant`` (a
+file of ``conf/variant``, or the path of a YAML file of rule fields), ``games``,
+``seed``, ``max_plies``, ``specialised`` (true: the engine kernel compiled for
+these rules, about a fifth faster, after a compilation of its own the first time
+a machine meets them; default false), and any rule field as
+``variant.<field>=value``, as every command that plays games takes it. A rule
+field given bare (``players=2 blockades=true``) is taken as ``variant.<field>``
+too. It reports each seat's share of wins and mean finishing place, the mean
+game length, truncated games and the speed. Bad input (an unknown key or rule,
+a value of the wrong type, rules the variant refuses) exits 2 with one line.
+Games are played in slices of `SLICE` (the same games as in one call: each has
+its own dice), so Ctrl-C stops within a second or two with one line and exit
+status 130.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import yaml
+from hydra.core.config_store import ConfigStore
 
-from launch.cli import MAX_GAMES, MAX_PLIES, UserError, catch_interrupts, check_integers, emit, stop_interrupted
+from launch.cli import (
+    MAX_GAMES,
+    MAX_PLIES,
+    UserError,
+    catch_interrupts,
+    check_integers,
+    check_variant_overrides,
+    compose_options,
+    emit,
+    fail,
+    input_errors,
+    options_help,
+    stop_interrupted,
+)
 from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.layout import OVER, PLACES
-from ludo_env.rules import Rules, RulesError
+from ludo_env.rules import Rules
 
-RUN_KEYS = {"variant": "classic", "games": 10_000, "seed": 0, "max_plies": 10_000, "specialised": False}
+
+@dataclass
+class SimulateConfig:
+    variant: dict[str, Any] = field(default_factory=dict)
+    """Rule fields, filled from conf/variant/<name>.yaml by the `variant` group, or from a YAML file of rule fields
+    (variant=<path>.yaml)."""
+    games: int = 10_000
+    """Random-move games to play; game g rolls stream g of the seed."""
+    seed: int = 0
+    """Dice of game g: stream g of this seed."""
+    max_plies: int = 10_000
+    """Die rolls after which a game is stopped and counted as truncated."""
+    specialised: bool = False
+    """Play with the engine kernel compiled for these rules (faster, after a compilation of its own)."""
+
+
+ConfigStore.instance().store(name="simulate_schema", node=SimulateConfig)
+RANGES = {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES)}
 SLICE = 10_000
 """Games per engine call: Python sees Ctrl-C only between calls (random games: a fraction of a second on one core)."""
+VARIANT_FILE = "file_"
+"""Prefix of the name under which a variant=<path>.yaml file is offered to Hydra as a choice of the variant group."""
 
 
 def play_in_slices(states, tab, rng, max_plies: int, specialised: bool, size: int = SLICE):
@@ -40,54 +82,57 @@ def play_in_slices(states, tab, rng, max_plies: int, specialised: bool, size: in
     return moves
 
 
-def parse(argv: list[str]) -> tuple[dict, dict]:
-    run, overrides = dict(RUN_KEYS), {}
+def parse(argv: list[str]) -> tuple[SimulateConfig, Rules]:
+    """The settings and the rules from key=value arguments; every problem a `UserError` or a `RulesError` of one
+    line."""
+    rule_fields = {f.name for f in dataclasses.fields(Rules)}
+    own = {f.name for f in dataclasses.fields(SimulateConfig)}
+    overrides = []
     for arg in argv:
-        key, sep, raw = arg.partition("=")
-        if not sep or not key:
-            raise RulesError(f"argument '{arg}' is not key=value: use e.g. variant=classic games=1000")
-        value = yaml.safe_load(raw) if raw else ""
-        (run if key in RUN_KEYS else overrides)[key] = value
-    for key in ("games", "seed", "max_plies"):
-        lowest = 0 if key == "seed" else 1
-        if not isinstance(run[key], int) or isinstance(run[key], bool) or run[key] < lowest:
-            raise RulesError(f"{key}={run[key]!r} is not allowed: give an integer >= {lowest}")
-    if not isinstance(run["specialised"], bool):
-        raise RulesError(f"specialised={run['specialised']!r} is not allowed: give true or false")
-    try:
-        check_integers(run, {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES)})
-    except UserError as err:
-        raise RulesError(str(err)) from None
-    return run, overrides
+        key, eq, value = arg.partition("=")
+        if eq and key in rule_fields and key not in own:  # a rule field given bare: variant.<field>
+            arg = f"variant.{arg}"
+        elif eq and key == "variant" and value.endswith((".yaml", ".yml")):
+            arg = f"variant={variant_file(value)}"
+        overrides.append(arg)
+    check_variant_overrides(overrides, players_from=None)
+    cfg: SimulateConfig = compose_options("simulate", overrides, SimulateConfig, "simulate",
+                                          also="any rule field as variant.<field>=value")
+    check_integers(cfg, RANGES)
+    return cfg, Rules.load(dict(cfg.variant))
+
+
+def variant_file(path: str) -> str:
+    """Offer the rules of the YAML file `path` (checked by `Rules.load`) to Hydra as a choice of the variant
+    group; the choice's name."""
+    rules = Rules.load(path)
+    name = VARIANT_FILE + re.sub(r"\W", "_", path)
+    fields = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(rules).items()}
+    ConfigStore.instance().store(group="variant", name=name, node=fields)
+    return name
 
 
 def main(argv: list[str]) -> int:
-    try:
-        run, overrides = parse(argv)
-        rules = Rules.load(str(run["variant"]), **overrides)
-    except RulesError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    if any(arg in ("-h", "--help") for arg in argv):
+        emit(options_help(__doc__, "simulate", SimulateConfig))
+        return 0
+    cfg, rules = parse(argv)
     tab = compile_rules(rules)
     warm_states, warm_rng = new_batch(tab, 1, 0)
-    play_random(warm_states, tab, warm_rng, specialised=run["specialised"])  # compile before timing
-    states, rng = new_batch(tab, run["games"], run["seed"])
+    play_random(warm_states, tab, warm_rng, specialised=cfg.specialised)  # compile before timing
+    states, rng = new_batch(tab, cfg.games, cfg.seed)
     start = time.perf_counter()
-    moves = play_in_slices(states, tab, rng, run["max_plies"], run["specialised"])
+    moves = play_in_slices(states, tab, rng, cfg.max_plies, cfg.specialised)
     elapsed = time.perf_counter() - start
     done = states[:, OVER] == 1
     places = states[done, PLACES : PLACES + rules.players]
-    lines = [f"{rules.name}, {rules.players} players, {run['games']:,} random-move games, seed {run['seed']}"]
+    lines = [f"{rules.name}, {rules.players} players, {cfg.games:,} random-move games, seed {cfg.seed}"]
     for seat in range(rules.players):
         wins = (places[:, seat] == 1).mean() if len(places) else float("nan")
         lines.append(f"  seat {seat}: wins {wins:6.1%}   mean place {places[:, seat].mean():.2f}")
     lines.append(f"  mean moves per game {moves[done].mean():.1f}, truncated games {int((~done).sum())}")
-    lines.append(f"  {run['games'] / elapsed:,.0f} games/s (after compilation)")
-    try:
-        emit("\n".join(lines))
-    except UserError as err:  # a full disk under stdout
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    lines.append(f"  {cfg.games / elapsed:,.0f} games/s (after compilation)")
+    emit("\n".join(lines))
     return 0
 
 
@@ -95,5 +140,7 @@ if __name__ == "__main__":
     catch_interrupts()
     try:
         sys.exit(main(sys.argv[1:]))
+    except input_errors() as err:
+        fail(err)
     except KeyboardInterrupt:
         stop_interrupted("simulation stopped")

@@ -1,28 +1,74 @@
 """Wait until a Ray cluster has N live nodes, then exit; run on a node of that cluster.
 
-    python launch/wait_for_nodes.py HEAD_IP:6379 4 [--timeout 300]
+    python launch/wait_for_nodes.py address=HEAD_IP:6379 nodes=4 [timeout=300]
 
 The SLURM script (``launch/slurm/train.sbatch``) and ``docker/compose.yaml``
 start their Ray nodes in parallel. Training checks the cluster's CPUs and
 GPUs once, at start-up (`launch.training.build.check_resources`), so it must not
 start while half the nodes are still joining. Exit 0 once every node is up;
 otherwise one line and exit 2.
+
+Options are Hydra ``key=value`` overrides of ``conf/wait_for_nodes.yaml``,
+typed by `WaitConfig` (``--help`` lists them): ``address`` (required),
+``nodes`` (required, the head included) and ``timeout`` (seconds, default 300;
+0 asks once).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from launch.cli import OneLineParser, UserError, fail, gcs_answers, one_line, positive  # noqa: E402
+from hydra.core.config_store import ConfigStore  # noqa: E402
+
+from launch.cli import (  # noqa: E402
+    UserError,
+    catch_interrupts,
+    check_integers,
+    compose_options,
+    emit,
+    fail,
+    gcs_answers,
+    one_line,
+    options_help,
+    stop_interrupted,
+)
 
 POLL_S = 2.0
+
+
+@dataclass
+class WaitConfig:
+    address: str | None = None
+    """The Ray head's HOST:PORT (its GCS port, 6379 by default); required."""
+    nodes: int | None = None
+    """Nodes to wait for, the head included; required."""
+    timeout: float = 300.0
+    """Seconds before giving up; 0 asks once."""
+
+
+ConfigStore.instance().store(name="wait_for_nodes_schema", node=WaitConfig)
+
+
+def parse(argv: list[str]) -> WaitConfig:
+    """The settings from key=value arguments; every problem a `UserError` of one line."""
+    cfg: WaitConfig = compose_options("wait_for_nodes", argv, WaitConfig, "wait_for_nodes")
+    if not cfg.address:
+        raise UserError("address= is required: give the Ray head's HOST:PORT, e.g. address=10.0.0.1:6379")
+    if cfg.nodes is None:
+        raise UserError("nodes= is required: give how many nodes to wait for, the head included")
+    check_integers(cfg, {"nodes": (1, 1_000_000)})
+    if not (0 <= cfg.timeout and math.isfinite(cfg.timeout)):
+        raise UserError(f"timeout={cfg.timeout:g} is not allowed: give seconds >= 0")
+    return cfg
 
 
 def alive(nodes: Iterable[Mapping]) -> int:
@@ -45,13 +91,10 @@ def wait(count: Callable[[], int], want: int, timeout: float, sleep: Callable[[f
 
 
 def main(argv: list[str]) -> None:
-    parser = OneLineParser(description=__doc__.splitlines()[0])
-    parser.add_argument("address", help="the head's HOST:PORT")
-    parser.add_argument("nodes", type=positive(int), help="nodes to wait for, the head included")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up (0: ask once)")
-    args = parser.parse_args(argv)
-    if not 0 <= args.timeout < float("inf"):
-        raise UserError(f"--timeout {args.timeout:g} is not allowed: give seconds >= 0")
+    if any(arg in ("-h", "--help") for arg in argv):
+        emit(options_help(__doc__, "wait_for_nodes", WaitConfig))
+        return
+    args = parse(argv)
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     import ray
 
@@ -72,7 +115,10 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    catch_interrupts()
     try:
         main(sys.argv[1:])
     except UserError as err:
         fail(err)
+    except KeyboardInterrupt:
+        stop_interrupted("stopped waiting for the Ray nodes")

@@ -309,17 +309,26 @@ def available_variants() -> list[str]:
     return sorted(p.stem for p in VARIANT_DIR.glob("*.yaml"))
 
 
-# Field docs, read from the source once, for `describe()` and the docs; keeping
-# them as attribute docstrings keeps one place for each rule's meaning.
-def field_docs() -> dict[str, str]:
+# Field docs, read from the source, for `describe()`, the docs and the commands' --help; keeping them as attribute
+# docstrings keeps one place for each field's meaning.
+def field_docs(cls: type | None = None) -> dict[str, str]:
+    """The docstring under each field of the dataclass `cls` (default `Rules`) and of the dataclasses it inherits
+    from, read from their source; a class made at run time (no source) adds none."""
     import ast
     import inspect
+    import textwrap
 
-    tree = ast.parse(inspect.getsource(Rules))
     docs: dict[str, str] = {}
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = str(nxt.value.value)  # type: ignore[union-attr]
+    for klass in reversed((cls or Rules).__mro__):
+        if klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError):
+            continue
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for node, nxt in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+                docs[node.target.id] = str(nxt.value.value)  # type: ignore[union-attr]
     return docs
 

@@ -2,21 +2,21 @@
 
 ``docs/mkdocs.yml`` names this file under ``hooks:``. On every build it
 
-- writes the **reference** pages from what the code itself reads: every Hydra command's options from its typed
-  schema and the ``conf/`` files it composes, every other command's options from the parser or the table of keys it
-  parses with, every benchmark's options from its parser, and one page per package of the Python API for
-  mkdocstrings (``::: module``) to fill from the docstrings;
+- writes the **reference** pages from what the code itself reads: every command's options from its typed Hydra
+  schema and the ``conf/`` files it composes (submit's own ``cluster.*`` keys from the table it parses them with),
+  every benchmark's options from its parser, and one page per package of the Python API for mkdocstrings
+  (``::: module``) to fill from the docstrings;
 - fills the Reference and Results sections of the nav (``on_config``) and the list of studies on the results
   index (``on_page_markdown``), so a new command, module or dated results page needs no nav edit;
 - adds the figures the benchmarks write (``benchmarks/results/*.png``) to the site, and any page placed directly in
   ``docs/`` (beside ``mkdocs.yml``, such as ``docs/security.md``) as a top-level page.
 
 What a command takes is declared once, in `COMMANDS`: one entry per script of ``launch/``, of the kind that says
-where its options live (`Hydra`, `Argparse`, `KeyValue`). A command that moves to Hydra changes its entry's kind;
-every ``benchmarks/*.py`` script is found by itself (argparse or a ``key=value`` table). Anything the generator
-cannot describe (a script without an entry, a ``conf/`` group the schema lacks, a ``conf/`` choice without a
-description, a key its command's text never mentions) stops the build with one line, so the reference cannot
-drift from the code. ``tests/test_docs.py`` runs the strict build.
+where its options live (`Hydra`, `HydraSubcommands`, `KeyValue`). Every ``benchmarks/*.py`` script is found by
+itself and read from the `launch.cli.OneLineParser` its ``main`` builds. Anything the generator cannot describe (a
+script without an entry, a benchmark without that parser, a ``conf/`` group the schema lacks, a ``conf/`` choice
+without a description, a key its command's text never mentions) stops the build with one line, so the reference
+cannot drift from the code. ``tests/test_docs.py`` runs the strict build.
 """
 from __future__ import annotations
 
@@ -75,15 +75,25 @@ class Hydra:
 
 
 @dataclass(frozen=True)
+class HydraSubcommands:
+    """A Hydra command whose first word is a sub-command, each with its own ``conf/<config>.yaml`` and schema."""
+
+    script: str
+    subcommands: tuple[tuple[str, str, str], ...]
+    """``(word, config, "module:Class")`` per sub-command."""
+
+
+@dataclass(frozen=True)
 class Argparse:
-    """A command whose options are an `argparse` parser (`launch.cli.OneLineParser`) that its ``main`` builds."""
+    """A benchmark whose options are the `launch.cli.OneLineParser` that its ``main`` builds."""
 
     script: str
 
 
 @dataclass(frozen=True)
 class KeyValue:
-    """A command that parses ``key=value`` arguments itself, from a table of keys in its module.
+    """Keys a command parses itself, from a table of keys in its module (submit's ``cluster.*``, kept apart from the
+    training overrides it composes with Hydra).
 
     `keys` names that table: a mapping of key to default, or (`subcommands`) of sub-command to its keys. Every key
     must be named in the module's docstring, which describes them; `prefix` is put before each key
@@ -96,20 +106,20 @@ class KeyValue:
     extra: str = ""
 
 
-COMMANDS: tuple[Hydra | Argparse | KeyValue, ...] = (
+COMMANDS: tuple[Hydra | HydraSubcommands | KeyValue, ...] = (
     Hydra("launch/train.py", "config", "launch.training.schema:TrainConfig", bundles=("exp",)),
     Hydra("launch/evaluate.py", "evaluate", "launch.evaluate:EvaluateConfig"),
     Hydra("launch/export.py", "export", "launch.export:ExportConfig"),
     Hydra("launch/play.py", "play", "launch.play:PlayConfig"),
     KeyValue("launch/submit.py", "CLUSTER_OPTIONS", prefix="cluster.",
-             extra="Every other `key=value` is a training override, as [train](train.md) takes it; `status`, "
-                   "`logs` and `stop` take a job id; `--follow` streams the logs."),
-    KeyValue("launch/simulate.py", "RUN_KEYS",
-             extra="Any other `key=value` is a rule field of the variant (the [variant group](train.md#variant))."),
-    KeyValue("launch/league.py", "COMMANDS", subcommands=True),
-    KeyValue("launch/leaderboard.py", "OPTIONS", extra="`--serve` serves the page after writing it."),
-    KeyValue("launch/serve.py", "OPTIONS"),
-    Argparse("launch/wait_for_nodes.py"),
+             extra="Every other `key=value` is a training override, composed with Hydra as [train](train.md) "
+                   "takes it; `status`, `logs` and `stop` take a job id; `--follow` streams the logs."),
+    Hydra("launch/simulate.py", "simulate", "launch.simulate:SimulateConfig"),
+    HydraSubcommands("launch/league.py", tuple((word, f"league_{word}", f"launch.league:League{word.title()}Config")
+                                              for word in ("add", "play", "show", "remove"))),
+    Hydra("launch/leaderboard.py", "leaderboard", "launch.leaderboard:LeaderboardConfig"),
+    Hydra("launch/serve.py", "serve", "launch.serve:ServeConfig"),
+    Hydra("launch/wait_for_nodes.py", "wait_for_nodes", "launch.wait_for_nodes:WaitConfig"),
 )
 """Every command of ``launch/``, in the order the reference lists them."""
 
@@ -126,17 +136,11 @@ def is_script(path: Path) -> bool:
     return '__name__ == "__main__"' in path.read_text()
 
 
-def benchmark_commands() -> list[Argparse | KeyValue]:
-    """Every benchmark script: a `KeyValue` when its module has the ``OPTIONS`` table that `launch.cli.split_options`
-    parses with, else an `Argparse`."""
-    found: list[Argparse | KeyValue] = []
-    for path in sorted((ROOT / "benchmarks").glob("*.py")):
-        if path.name.startswith("_") or not is_script(path):
-            continue
-        script = str(path.relative_to(ROOT))
-        keyed = isinstance(getattr(module_of(script), "OPTIONS", None), dict)
-        found.append(KeyValue(script, "OPTIONS") if keyed else Argparse(script))
-    return found
+def benchmark_commands() -> list[Argparse]:
+    """Every benchmark script: each parses its options with the `launch.cli.OneLineParser` its ``main`` builds
+    (`captured_parser` stops the build when one does not)."""
+    return [Argparse(str(path.relative_to(ROOT))) for path in sorted((ROOT / "benchmarks").glob("*.py"))
+            if not path.name.startswith("_") and is_script(path)]
 
 
 def check_every_command_is_declared() -> None:
@@ -172,7 +176,8 @@ def captured_parser(script: str) -> argparse.ArgumentParser:
     finally:
         for name, method in saved.items():
             setattr(argparse.ArgumentParser, name, method)
-    raise ReferenceError(f"{script}: its main() built no argparse parser before returning")
+    raise ReferenceError(f"{script}: its main() built no argparse parser before returning: parse with "
+                         "launch.cli.OneLineParser, as every benchmark does")
 
 
 @cache
@@ -360,7 +365,9 @@ def hydra_page(command: Hydra) -> str:
     name = command_name(command.script)
     values = composed(command.config)
     defaults = defaults_of(command.config)
-    groups = conf_groups()
+    # conf/ groups this command composes: a plain key may share a group's name (serve's league=)
+    groups = {group: choices for group, choices in conf_groups().items()
+              if group in defaults or group in command.bundles}
     schema_module = sys.modules[schema.__module__]
     hints = typing.get_type_hints(schema)
     lines = [f"# {name}", "", f"`python {command.script} key=value ...`: {first_line(module.__doc__)}", "",
@@ -419,6 +426,29 @@ def hydra_page(command: Hydra) -> str:
         lines += choice_sections(group, groups[group], None, heading="###")
     if name == "train":
         lines += hydra_launcher_sections()
+    lines += ["## Description", "", f"The docstring of `{command.script}`:", "", "```text",
+              inspect.cleandoc(module.__doc__ or ""), "```", ""]
+    return "\n".join(lines)
+
+
+def hydra_subcommands_page(command: HydraSubcommands) -> str:
+    module = module_of(command.script)
+    name = command_name(command.script)
+    schemas = [(word, config, load_object(schema)) for word, config, schema in command.subcommands]
+    lines = [f"# {name}", "", f"`python {command.script} <sub-command> ... key=value ...`: {first_line(module.__doc__)}",
+             "", "The first word is the sub-command. Each takes Hydra overrides of its own `conf/<config>.yaml`, typed "
+             "by its schema: a key it does not take (another sub-command's too), a wrong type or value stops the "
+             "command with one line before it starts. Generated from the schemas and the `conf/` files at build "
+             "time.", "", "| sub-command | config | schema | keys |", "| --- | --- | --- | --- |"]
+    for word, config, schema in schemas:
+        keys = ", ".join(code(f.name) for f in dataclasses.fields(schema))
+        lines.append(f"| [`{word}`](#{anchor(word)}) | `conf/{config}.yaml` | "
+                     f"`{schema.__module__}.{schema.__qualname__}` | {keys} |")
+    lines.append("")
+    for word, config, schema in schemas:
+        lines += [f"## `{word}` {{ #{anchor(word)} }}", "",
+                  f"Keys of `conf/{config}.yaml`, typed by `{schema.__qualname__}`:", ""]
+        lines += fields_table(schema, composed(config), "") + [""]
     lines += ["## Description", "", f"The docstring of `{command.script}`:", "", "```text",
               inspect.cleandoc(module.__doc__ or ""), "```", ""]
     return "\n".join(lines)
@@ -526,9 +556,11 @@ def argparse_page(command: Argparse, title_level: str = "#") -> str:
     return "\n".join(lines)
 
 
-def command_page(command: Hydra | Argparse | KeyValue, title_level: str = "#") -> str:
+def command_page(command: Hydra | HydraSubcommands | Argparse | KeyValue, title_level: str = "#") -> str:
     if isinstance(command, Hydra):
         return hydra_page(command)
+    if isinstance(command, HydraSubcommands):
+        return hydra_subcommands_page(command)
     if isinstance(command, KeyValue):
         return key_value_page(command, title_level)
     return argparse_page(command, title_level)
@@ -540,8 +572,7 @@ def benchmarks_page() -> str:
              "at build time.", "", "| script | options |", "| --- | --- |"]
     benches = benchmark_commands()
     for bench in benches:
-        kind = "`key=value`" if isinstance(bench, KeyValue) else "flags"
-        lines.append(f"| [`{bench.script}`](#{anchor(command_name(bench.script))}) | {kind} |")
+        lines.append(f"| [`{bench.script}`](#{anchor(command_name(bench.script))}) | flags |")
     lines.append("")
     for bench in benches:
         lines += [command_page(bench, "##"), ""]
@@ -596,14 +627,14 @@ def api_page(slug: str, title: str, modules: list[str]) -> str:
 # ------------------------------------------------------------------ every generated page
 def reference_index() -> str:
     lines = ["# Reference", "", "Generated at build time from the code, so it says what the code does today:", "",
-             "- **Commands**: every command's options, from its schema (Hydra commands: `conf/` and the typed "
-             "dataclasses), its parser, or the table of keys it parses with;",
+             "- **Commands**: every command's options, from its Hydra schema (`conf/` and the typed dataclasses);",
              "- **Benchmarks**: every benchmark script's options;",
              "- **Python API**: every module, class and function, from its docstrings.", "",
              "| command | options |", "| --- | --- |"]
     for command in COMMANDS:
-        kind = {Hydra: "Hydra `key=value` (typed schema)", KeyValue: "`key=value`",
-                Argparse: "flags"}[type(command)]
+        kind = {Hydra: "Hydra `key=value` (typed schema)",
+                HydraSubcommands: "a sub-command, then Hydra `key=value` (a typed schema each)",
+                KeyValue: "training overrides as Hydra `key=value`, and its own `cluster.*` keys"}[type(command)]
         lines.append(f"| [`{command.script}`](commands/{command_name(command.script)}.md) | {kind} |")
     lines += ["", "Benchmarks: [benchmarks](benchmarks.md). Python API: " +
               ", ".join(f"[{title}](api/{slug}.md)" for slug, title, _ in API_PAGES) + ".", ""]

@@ -46,7 +46,7 @@ def test_the_gaps_are_between_the_best_two_legal_q_values_of_decisions_with_a_ch
 def test_the_command_prints_a_row_per_policy_and_refuses_a_ppo_policy(tmp_path):
     script = [sys.executable, "benchmarks/action_gaps.py"]
     policy = saved(tmp_path, "dqn")
-    proc = subprocess.run([*script, f"ckpt:{policy}", str(policy), "positions=200"], cwd=ROOT,
+    proc = subprocess.run([*script, f"ckpt:{policy}", str(policy), "--positions", "200"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith(f"| {tmp_path}")]

@@ -51,7 +51,7 @@ def test_the_average_is_the_mean_of_every_tensor_of_the_chosen_snapshots(tmp_pat
 def test_the_command_plays_both_on_the_same_games_and_refuses_a_folder_without_a_league(tmp_path):
     script = [sys.executable, "benchmarks/snapshot_average.py"]
     run = fake_run(tmp_path, [4, 4])  # identical snapshots: the average plays exactly as the last one
-    proc = subprocess.run([*script, str(run), "last=2", "games=40", "opponents=random"], cwd=ROOT,
+    proc = subprocess.run([*script, str(run), "--last", "2", "--games", "40", "--opponents", "random"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = next(line for line in proc.stdout.splitlines() if "vs 3 random" in line)
@@ -60,9 +60,7 @@ def test_the_command_plays_both_on_the_same_games_and_refuses_a_folder_without_a
     refused = subprocess.run([*script, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300,
                              check=False)
     assert refused.returncode == 2
-    assert refused.stderr.strip().splitlines() == [
-        f"error: '{tmp_path}' has no league.db: give a PPO or DQN run folder (usage: python "
-        "benchmarks/snapshot_average.py <run> [<run> ...] [last=K] [games=N] [seed=N] [opponents=bot,bot])"]
+    assert refused.stderr.strip().splitlines() == [f"error: '{tmp_path}' has no league.db: give a PPO or DQN run folder"]
 
 
 def test_one_snapshot_is_not_enough(tmp_path):

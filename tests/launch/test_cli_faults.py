@@ -239,7 +239,9 @@ def test_leaderboard_warns_of_a_metrics_line_that_is_not_utf8_and_goes_on(tmp_pa
 
 
 # ------------------------------------------------------------------ 4. benchmark scripts
-@pytest.mark.parametrize("args, says", [(["games=0"], "games=0"), (["variants=nosuch"], "unknown variant 'nosuch'")])
+@pytest.mark.parametrize("args, says", [(["--games", "0"], "--games: 0 is not allowed"),
+                                        (["--variants", "nosuch"], "unknown variant 'nosuch'"),
+                                        (["games=4"], "unrecognized arguments: games=4")])
 def test_baselines_refuses_bad_settings_in_one_line(args, says):
     one_line_failure(bench("baselines.py", *args), says)
 

@@ -135,7 +135,7 @@ def test_the_training_command_composes_and_fits_the_cluster_compose_starts():
     assert steps[0][:2] == ["ray", "start"]
     assert "--num-cpus=0" in steps[0]  # the driver's node hosts no runners
     wait_step = steps[1]
-    assert wait_step[:3] == ["python", "launch/wait_for_nodes.py", "ray-head:6379"]
+    assert wait_step[:3] == ["python", "launch/wait_for_nodes.py", "address=ray-head:6379"]
     assert (ROOT / wait_step[1]).is_file()
     workers = int(with_defaults(str(services["ray-worker"]["deploy"]["replicas"])))
     a, b = map(int, re.search(r"\$\(\( (\d+) \+ (\d+) \)\)", script).groups())

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from launch.cli import UserError, check_integers, check_output, options_only, split_options, write_text
+from launch.cli import UserError, check_integers, check_output, write_text
 from policies.league.store import LeagueStore, LeagueStoreError
 from tests.league.tiny_policy import write_tiny_policy
 
@@ -291,30 +291,13 @@ def test_a_huge_integer_is_one_line(tmp_path, script, args, says):
 
 @pytest.mark.parametrize("script,args,says", [
     ("paired.py", ["nosuch", "random", "hybrid"], "error: unknown variant 'nosuch': choose one of classic,"),
-    ("strength.py", ["classic", "nosuchbot", "games=10"], "error: unknown player 'nosuchbot': use a bot name"),
+    ("strength.py", ["classic", "nosuchbot", "--games", "10"], "error: unknown player 'nosuchbot': use a bot name"),
     ("action_gaps.py", ["ckpt:/nonexistent"], "error: '/nonexistent' holds no policy: give a training run folder"),
     ("snapshot_average.py", ["."], "error: '.' has no league.db: give a PPO or DQN run folder"),
 ])
 def test_a_benchmark_given_a_bad_variant_player_or_folder_says_so_in_one_line(tmp_path, script, args, says):
     one_line_failure(subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=tmp_path,
                                     capture_output=True, text=True, timeout=300, check=False), says)
-
-
-def test_key_value_options_beside_specs_that_hold_an_equals_sign():
-    defaults = {"games": 2000, "opponent": "random", "json": ""}
-    options, positional = split_options(["classic", "search:run?depth=2", "games=40", "opponent=hybrid", "ckpt:x"],
-                                        defaults, "usage line")
-    assert options == {"games": 40, "opponent": "hybrid", "json": ""}
-    assert positional == ["classic", "search:run?depth=2", "ckpt:x"]
-    assert defaults["games"] == 2000  # the defaults are not changed
-    for argv, says in ((["games=many"], r"^games must be an integer, got 'many' \(usage: usage line\)$"),
-                       (["json="], r"^json= needs a value \(usage: usage line\)$")):
-        with pytest.raises(UserError, match=says):
-            split_options(argv, defaults, "usage line")
-    assert split_options(["json="], defaults, "usage line", empty_ok=("json",))[0]["json"] == ""
-    with pytest.raises(UserError, match=r"^argument 'classic' is not allowed: give key=value with key in games, "
-                                        r"opponent, json \(usage: u\)$"):
-        options_only(["games=3", "classic"], defaults, "u")
 
 
 def test_every_integer_setting_of_a_config_is_range_checked():

@@ -96,14 +96,14 @@ def test_a_head_then_a_worker_per_other_node_then_training_joined_to_the_head(jo
         f"{step} -w n1 ray start --head --node-ip-address=10.9.8.7 --port=6379 {node}",
         f"{step} -w n2 ray start --address=10.9.8.7:6379 {node}",
         f"{step} -w n3 ray start --address=10.9.8.7:6379 {node}",
-        f"python launch/wait_for_nodes.py 10.9.8.7:6379 1 --timeout 300 {auth}",
-        f"python launch/wait_for_nodes.py 10.9.8.7:6379 3 --timeout 300 {auth}",
+        f"python launch/wait_for_nodes.py address=10.9.8.7:6379 nodes=1 timeout=300 {auth}",
+        f"python launch/wait_for_nodes.py address=10.9.8.7:6379 nodes=3 timeout=300 {auth}",
         f"{train} {auth}",
     ])
     # In this order (the srun lines run in the background, so their place in the log varies):
     python = [line.split(" |")[0] for line in log if line.startswith("python ")]
-    assert python == ["python launch/wait_for_nodes.py 10.9.8.7:6379 1 --timeout 300",
-                      "python launch/wait_for_nodes.py 10.9.8.7:6379 3 --timeout 300", train]
+    assert python == ["python launch/wait_for_nodes.py address=10.9.8.7:6379 nodes=1 timeout=300",
+                      "python launch/wait_for_nodes.py address=10.9.8.7:6379 nodes=3 timeout=300", train]
 
 
 def test_the_training_command_composes_and_fits_the_default_allocation(job):
@@ -210,10 +210,12 @@ def test_waiting_too_long_is_one_line():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["127.0.0.1:1", "0"], "error: argument nodes: 0 is not allowed: give a number > 0"),
-    (["127.0.0.1:1", "two"], "error: argument nodes: 'two' is not a number"),
-    (["127.0.0.1:1"], "error: the following arguments are required: nodes"),
-    (["127.0.0.1:1", "2", "--timeout", "-5"], "error: --timeout -5 is not allowed: give seconds >= 0"),
+    (["address=127.0.0.1:1", "nodes=0"], "error: nodes=0 is not allowed: give an integer in [1, 1000000]"),
+    (["address=127.0.0.1:1", "nodes=two"], "error: nodes='two' is not allowed: give an integer"),
+    (["address=127.0.0.1:1"], "error: nodes= is required"),
+    (["nodes=2"], "error: address= is required"),
+    (["address=127.0.0.1:1", "nodes=2", "timeout=-5"], "error: timeout=-5 is not allowed: give seconds >= 0"),
+    (["address=127.0.0.1:1", "nodes=2", "tiemout=5"], "error: argument 'tiemout=5' is not allowed: unknown option"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, message):
     proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", *argv], cwd=ROOT, capture_output=True,
@@ -224,7 +226,7 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, message):
 
 
 def test_no_head_to_join_is_one_line_and_exit_2_at_once():
-    proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", "127.0.0.1:1", "2", "--timeout", "0"],
+    proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", "address=127.0.0.1:1", "nodes=2", "timeout=0"],
                           cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
