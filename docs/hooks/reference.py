@@ -189,7 +189,8 @@ def griffe_module(name: str):
 
 def attribute_docs(cls: type) -> dict[str, str]:
     """The docstring under each attribute of dataclass `cls` (and of the classes it inherits from), read from the
-    source. A class made at run time from another (``X = _editable_copy(Rules, "X")``) takes that class's."""
+    source. A class made at run time from another (``X = _editable_copy(Rules, "X")``) takes that class's, and the
+    meanings of the fields it adds from its ``FIELD_DOCS`` (the league's role settings: `policies.league.roles`)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if klass is object:
@@ -208,6 +209,7 @@ def attribute_docs(cls: type) -> dict[str, str]:
         for name, member in target.members.items():
             if member.docstring is not None:
                 docs[name] = " ".join(member.docstring.value.split())
+    docs.update({name: " ".join(doc.split()) for name, doc in getattr(cls, "FIELD_DOCS", {}).items()})
     return docs
 
 

@@ -3,9 +3,10 @@
 Modules (see `policies.league.pool`): ``main`` (masked PPO or DQN from
 `policies.modules`, network from `policies.networks`), the snapshot slots
 (the same spec as main; DQN snapshots play with a small fixed epsilon rather
-than main's schedule), one `BotRLModule` per league bot and, with ``league=alphastar``, the
-exploiters (``main_exploiter_<i>``, ``league_exploiter_<i>``: main's spec, trained like main). The
-learner trains ``main`` and the exploiters (``policies_to_train``); the rest stay frozen.
+than main's schedule), one `BotRLModule` per league bot and the learners of every role besides main in
+the role table (`policies.league.roles`; with ``league=alphastar``, ``main_exploiter_<i>`` and
+``league_exploiter_<i>``: main's spec, trained like main). The learner trains ``main`` and those
+learners (``policies_to_train``); the rest stay frozen.
 
 RLlib settings that are not choices but facts about this env (see
 ``shared/notes/rllib-2.60-facts.md``): ``episodes_to_numpy=False`` (the
@@ -28,9 +29,11 @@ from launch.training.algorithms import rllib_training
 from launch.training.sampler import BatchedLudoEnvRunner
 from launch.training.schema import TrainConfig, parse_gpus
 from ludo_env.multi_agent_env import LudoMultiAgentEnv
+from policies.league import roles
 from policies.league.league import LeagueSettings
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
 from policies.modules import BOT_KIND, module_spec
+
 
 def rules_mapping(cfg: TrainConfig) -> dict[str, Any]:
     """The rules as a plain mapping of `Rules` fields (what env and module configs carry)."""
@@ -72,10 +75,15 @@ def snapshot_model_config(cfg: TrainConfig) -> dict[str, Any]:
     return main_model_config(cfg) | rllib_training(cfg.algo.name).snapshot_heads
 
 
+def role_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """The roles' settings of the run's league, by key (`policies.league.roles.settings`)."""
+    return {key: getattr(cfg.league, key) for key in roles.settings()}
+
+
 def make_pool(cfg: TrainConfig) -> SnapshotPool:
-    league = cfg.league
-    return SnapshotPool(players(cfg), league.max_snapshots, league.bots, league.main_exploiters,
-                        league.league_exploiters)
+    league, values = cfg.league, role_settings(cfg)
+    counts = {role.count.key: values[role.count.key] for role in roles.learner_roles()}
+    return SnapshotPool(players(cfg), league.max_snapshots, league.bots, **counts)
 
 
 def league_settings(cfg: TrainConfig) -> LeagueSettings:
@@ -87,10 +95,7 @@ def first_matchmaker(cfg: TrainConfig, pool: SnapshotPool) -> Matchmaker:
     """Seats before the league has spoken: no snapshot yet, bots uniform."""
     league = cfg.league
     return Matchmaker(players(cfg), (), pool.bot_modules, league.main_weight, league.snapshot_weight,
-                      league.bot_weight, cfg.seed, main_exploiters=pool.main_exploiters,
-                      league_exploiters=pool.league_exploiters, main_exploiter_share=league.main_exploiter_share,
-                      league_exploiter_share=league.league_exploiter_share,
-                      main_exploiter_snapshot_weight=league.main_exploiter_snapshot_weight)
+                      league.bot_weight, cfg.seed, **roles.seating(role_settings(cfg), pool.learners))
 
 
 def rl_module_spec(cfg: TrainConfig, pool: SnapshotPool) -> MultiRLModuleSpec:

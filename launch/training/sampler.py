@@ -228,7 +228,7 @@ class BatchedLudoEnvRunner(MultiAgentEnvRunner):
 
     def take_exploiter_results(self) -> dict[str, ExploiterResults]:
         """Each exploiter's finished games since the last call (module id -> `ExploiterResults`): what its freeze
-        rule reads (`policies.league.league.ExploiterRule`)."""
+        rule reads (`policies.league.roles.ExploiterRules`)."""
         with self._weights_lock:  # a prefetching sample may be adding to them
             results, self._exploiter_results = self._exploiter_results, {}
         return results

@@ -19,7 +19,7 @@ Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.p
 | reward | `RewardSchema` (= `ludo_env.rewards.RewardConfig`) | potential, seed000_dense, sparse |
 | network | `NetworkSchema` (= `policies.networks.NetworkConfig`) | mlp, seed000_qnet, seed001_ann, token_set, token_set_2x, token_set_4x, token_set_deep |
 | algo | each algorithm's settings class (`launch.training.algorithms`) | dqn, ga, imitate, ppo, ppo_smoke, td_lambda |
-| league | `LeagueConfig` (= `policies.league.league.LeagueSettings`) | alphastar, pfsp, selfplay, uniform |
+| league | `LeagueConfig` (= `policies.league.league.LeagueSettings` and the roles' settings) | alphastar, pfsp, selfplay, uniform |
 | resources | `ResourcesConfig` | cluster_gpu, laptop, workstation |
 | budget | `BudgetConfig` | minutes30, steps1m, steps_capped |
 | wandb | `WandbConfig` | offline |
@@ -34,6 +34,7 @@ docs site's train reference, generated from this module and ``conf/``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,16 +49,18 @@ from launch.training.settings import (AT_LEAST_ONE, COEFFICIENT, LARGEST, NON_NE
                                       RLlibSettings)
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
-from policies.league.league import EXPLOITER_STARTS, LeagueSettings
+from policies.league import roles
+from policies.league.league import LeagueSettings
 from policies.networks import NetworkConfig
 
 # conf/config.yaml's run folder: ``${first_set:${resume},outputs/train/...}`` (a resume writes into its run).
 OmegaConf.register_new_resolver("first_set", lambda *values: next((v for v in values if v), None), replace=True)
 
 
-def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = ()) -> type:
-    """A mutable dataclass with `frozen`'s fields (less `exclude`), types and defaults: OmegaConf cannot merge
-    into a frozen one."""
+def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = (),
+                   more: tuple[tuple[str, type, Any], ...] = ()) -> type:
+    """A mutable dataclass with `frozen`'s fields (less `exclude`), types and defaults, then `more` fields (name,
+    type, default): OmegaConf cannot merge into a frozen one."""
     types = typing.get_type_hints(frozen)
     specs = []
     for f in dataclasses.fields(frozen):
@@ -68,6 +71,7 @@ def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = ()) -> ty
             specs.append((f.name, types[f.name], field(default_factory=lambda d=default: type(d)(d))))
         else:
             specs.append((f.name, types[f.name], field(default=default)))
+    specs += [(key, kind, field(default=default)) for key, kind, default in more]
     copy = dataclasses.make_dataclass(name, specs)
     copy.__module__ = __name__
     return copy
@@ -92,9 +96,29 @@ class ObsConfig:
     seed001_flags60."""
 
 
-LeagueConfig = _editable_copy(LeagueSettings, "LeagueConfig", exclude=("players", "with_main"))
+def league_config(settings: type) -> type:
+    """The league group's schema for the role table as it is: the fields of `settings` (`LeagueSettings`, less the
+    player count, which comes from the variant) and every role's settings (`policies.league.roles.settings`), each
+    a field of its own (``league.main_exploiters``) at its default. Its ``RANGES`` and ``CHOICES`` are what the
+    settings allow and ``FIELD_DOCS`` what they mean, which the docs' reference reads; the same table gives the
+    same class."""
+    return _league_config(settings, tuple(roles.settings().values()))
+
+
+@functools.cache
+def _league_config(settings: type, role_settings: tuple[roles.Setting, ...]) -> type:
+    copy = _editable_copy(settings, "LeagueConfig", exclude=("players", "with_main", "role_settings"),
+                          more=tuple((s.key, s.type, s.default) for s in role_settings))
+    copy.RANGES = {s.key: s.allowed for s in role_settings if isinstance(s.allowed, Range)}
+    copy.CHOICES = {s.key: s.allowed for s in role_settings if not isinstance(s.allowed, Range)}
+    copy.FIELD_DOCS = {s.key: s.doc for s in role_settings}
+    return copy
+
+
+LeagueConfig = league_config(LeagueSettings)
 """The league (conf/league): the fields of `policies.league.league.LeagueSettings`, whose docstrings say what
-each means; the player count comes from the variant."""
+each means, and the roles' settings (`policies.league.roles`); `register` makes it again for the table as it is
+then, so a role added to the table is in the schema."""
 
 
 @dataclass
@@ -205,7 +229,7 @@ class TrainConfig:
     network: NetworkSchema = field(default_factory=NetworkSchema)  # type: ignore[valid-type]
     algo: Any = MISSING
     """The settings class of ``algo.name`` (conf/algo), declared with the algorithm in `launch.training.algorithms`."""
-    league: LeagueConfig = field(default_factory=LeagueConfig)
+    league: LeagueConfig = field(default_factory=lambda: LeagueConfig())  # the one `register` made last
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
@@ -237,6 +261,10 @@ class TrainConfig:
 
 
 def register() -> None:
+    """Hydra's config store: `TrainConfig`, with the league group for the role table as it is now, and each
+    algorithm's settings."""
+    global LeagueConfig
+    LeagueConfig = league_config(LeagueSettings)
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     for name, algorithm in ALGORITHMS.items():
@@ -344,54 +372,37 @@ def check_league(cfg: TrainConfig) -> None:
     if members < cfg.variant.players:
         raise ValueError(f"the league has {members} members without snapshots, fewer than the "
                          f"{cfg.variant.players} seats of a rating round: add league.rated_bots")
-    check_exploiters(cfg)
+    check_roles(cfg)
 
 
 MAX_SNAPSHOTS = 256
 """Snapshot slots: each is an RLModule built with the algorithm, on the learner and every EnvRunner, so a count in
 the millions would fill the machine's memory before training starts."""
-MAX_EXPLOITERS = 64
-"""Exploiters of one role: each is a trainable module on the learner and a forward pass per sampler step."""
 
 
-def check_exploiters(cfg: TrainConfig) -> None:
-    """The AlphaStar roles (league=alphastar): counts, shares of the games, freeze and reset rules."""
+def check_roles(cfg: TrainConfig) -> None:
+    """The roles' settings by their own check (`policies.league.roles.check`: ranges, each role's learners with a
+    share of the games, main left some), then what the learners of roles besides main (the exploiters) need of
+    the rest of the config."""
     league = cfg.league
-    for role in ("main_exploiter", "league_exploiter"):
-        count, share = getattr(league, f"{role}s"), getattr(league, f"{role}_share")
-        Range(0, MAX_EXPLOITERS).check(f"league.{role}s", count)
-        Range(0, 1).check(f"league.{role}_share", share)
-        if count and not share:
-            raise ValueError(f"league.{role}s={count} with league.{role}_share=0 gives them no games: "
-                             f"set league.{role}_share, e.g. 0.2")
-        if share and not count:
-            raise ValueError(f"league.{role}_share={share:g} gives games to {role}s, but league.{role}s=0: "
-                             f"set league.{role}s or league.{role}_share=0")
-        games = cfg.sampler.games if cfg.sampler.name == "batched" else cfg.resources.envs_per_runner
+    values = {key: getattr(league, key) for key in roles.settings()}
+    roles.check(values, prefix="league.")
+    games = cfg.sampler.games if cfg.sampler.name == "batched" else cfg.resources.envs_per_runner
+    for role in roles.learner_roles():
+        count, share = values[role.count.key], values[role.share.key]
         if count and share * games < count:
-            raise ValueError(f"league.{role}s={count} is too many for league.{role}_share={share:g} of the "
-                             f"sampler.games={games} games of an EnvRunner: each needs a game at least; "
-                             f"lower league.{role}s or raise the share or sampler.games")
-    shares = league.main_exploiter_share + league.league_exploiter_share
-    if shares >= 1:
-        raise ValueError(f"league.main_exploiter_share + league.league_exploiter_share = {shares:g} leaves main "
-                         "no games: the exploiters' shares must add up to less than 1")
-    Range(0, 1).check("league.main_exploiter_snapshot_weight", league.main_exploiter_snapshot_weight)
-    Range(0, 1, low_open=True).check("league.exploiter_freeze_ahead", league.exploiter_freeze_ahead)
-    _at_least("league.exploiter_min_games", league.exploiter_min_games, 1)
-    _at_least("league.exploiter_step_budget", league.exploiter_step_budget, 1)
-    Range(0, 1).check("league.league_exploiter_reset", league.league_exploiter_reset)
-    if league.exploiter_reset_to not in EXPLOITER_STARTS:
-        raise ValueError(f"league.exploiter_reset_to={league.exploiter_reset_to} is not known: choose from "
-                         f"{', '.join(EXPLOITER_STARTS)}")
-    if not (league.main_exploiters or league.league_exploiters):
+            count_key, share_key = f"league.{role.count.key}", f"league.{role.share.key}"
+            raise ValueError(f"{count_key}={count} is too many for {share_key}={share:g} of the sampler.games={games} "
+                             f"games of an EnvRunner: each needs a game at least; lower {count_key} or raise the "
+                             "share or sampler.games")
+    if not any(values[role.count.key] for role in roles.learner_roles()):
         return
+    counts = ", ".join(f"league.{role.count.key}" for role in roles.learner_roles())
     if cfg.algo.name != "ppo":
-        raise ValueError(f"exploiters (league.main_exploiters, league.league_exploiters) train with algo=ppo "
-                         f"only: algo={cfg.algo.name}'s replay keeps main's decisions alone")
+        raise ValueError(f"exploiters ({counts}) train with algo=ppo only: algo={cfg.algo.name}'s replay keeps "
+                         "main's decisions alone")
     if cfg.sampler.name != "batched":
-        raise ValueError("exploiters (league.main_exploiters, league.league_exploiters) need "
-                         "sampler.name=batched, which records each learner's own games")
+        raise ValueError(f"exploiters ({counts}) need sampler.name=batched, which records each learner's own games")
     if league.max_snapshots < 1:
         raise ValueError("exploiters are frozen into the league's snapshot slots, and league.max_snapshots=0 "
                          "has none: set league.max_snapshots >= 1")

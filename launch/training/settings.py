@@ -1,70 +1,21 @@
-"""What every algorithm's settings are made of: `Range` (the values a numeric setting allows), `CheckedSettings`
-(settings that check themselves) and `RLlibSettings` (the fields every RLlib algorithm shares).
+"""What every algorithm's settings are made of: `Range` (the values a numeric setting allows, from
+`policies.ranges`, which the league's roles share), `CheckedSettings` (settings that check themselves) and
+`RLlibSettings` (the fields every RLlib algorithm shares).
 
 Each algorithm's own settings class lives with its declaration in `launch.training.algorithms`; the config
-schema (`launch.training.schema`) reads them from there. The named ranges below (`SHARE`, `LEARNING_RATE`, ...)
-are shared by those classes and the schema's own checks, so a bound means the same everywhere.
+schema (`launch.training.schema`) reads them from there. The named ranges (`SHARE` and the others of
+`policies.ranges`, `LEARNING_RATE` and those below) are shared by those classes and the schema's own checks, so a
+bound means the same everywhere.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-
-@dataclass(frozen=True)
-class Range:
-    """The values a numeric setting allows: ``low``/``high`` (None: unbounded), each end included unless
-    ``*_open``; ``null_ok`` lets None (an optional setting that is off). Infinity and NaN are never allowed."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    null_ok: bool = False
-
-    def allows(self, value: Any) -> bool:
-        if value is None:
-            return self.null_ok
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return False
-        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
-        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
-        return above and below
-
-    def text(self) -> str:
-        """``a number in (0, 1]``, ``a number >= 1``, ... for the error line."""
-        low, high = _bound(self.low), _bound(self.high)
-        if self.low is not None and self.high is not None:
-            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            words = f"a number in {left}{low}, {high}{right}"
-        elif self.low is not None:
-            words = f"a number {'>' if self.low_open else '>='} {low}"
-        elif self.high is not None:
-            words = f"a number {'<' if self.high_open else '<='} {high}"
-        else:
-            words = "a finite number"
-        return words + (" or null" if self.null_ok else "")
-
-    def check(self, key: str, value: Any) -> None:
-        if not self.allows(value):
-            raise ValueError(f"{key}={value!r} is not allowed: give {self.text()}")
-
-
-def _bound(value: float | None) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, int) or (value.is_integer() and abs(value) < 1e15):  # 1000000, not 1e+06
-        return str(int(value))
-    return f"{value:g}"
-
+from policies.ranges import AT_LEAST_ONE, NON_NEGATIVE, SHARE, Range  # noqa: F401 (every algorithm's ranges)
 
 POSITIVE = Range(0, low_open=True)
 MAX_ATOMS = 256
-NON_NEGATIVE = Range(0)
-AT_LEAST_ONE = Range(1)
-SHARE = Range(0, 1)
-"""A probability or a mixing weight: [0, 1]."""
 LARGEST = 1e6
 """The largest size any reward, coefficient, clip or value bound needs here (rewards are at most 100 a move):
 beyond it a setting is a typo (``1e300``) whose overflow would only show as NaN losses mid-run."""

@@ -13,37 +13,30 @@ Members
     (`drop`: inactive for good, the reason in the database's meta, so a
     resumed run keeps it out) and goes on without it.
 
-Snapshot rule (`LeagueSettings`)
+Snapshot rule (`LeagueSettings`; main's entry in `policies.league.roles.ROLES`)
     Freeze main every ``snapshot_every`` iterations, or earlier when main's
     mean chance to finish ahead of the league's other members in the last
     rating round reaches ``snapshot_win_rate`` (None: off). At most
     ``max_snapshots`` snapshots are active, one per RLlib module slot; a new
-    snapshot beyond that evicts the active snapshot with the lowest mu, which
-    keeps its records. (Not the lowest mu - 3 sigma: frozen members' sigma
-    shrinks with their games, so that would evict the newest snapshots, which
-    have played least, however strong.) With exploiters, a new snapshot evicts
-    the lowest of its own role, and main's snapshots only when its role has
-    none active (`eviction_candidates`): each exploiter role keeps its newest
-    frozen member or better, and main's snapshots keep the other slots.
+    snapshot beyond that evicts one by its role's eviction rule: the active
+    snapshot of its own role with the lowest mu, which keeps its records, else
+    main's lowest (`policies.league.roles.OwnRoleFirst`). So each exploiter
+    role keeps its newest frozen member or better, and main's snapshots keep
+    the other slots.
 
-Roles (``league=alphastar``; `ExploiterRule`)
-    Besides main, AlphaStar's exploiters learn in the same run, each an RLlib
-    module of its own trained on its own share of the games: main exploiters
-    (``main_exploiters``, share ``main_exploiter_share``) against the current
-    main only (or main's snapshots, ``main_exploiter_snapshot_weight``), league
-    exploiters (``league_exploiters``, ``league_exploiter_share``) against
-    opponents drawn as main's are. An exploiter is frozen into the league as a
-    snapshot with its role (``main_exploiter_0@<iteration>``) when, over at
-    least ``exploiter_min_games`` of its training games since its last reset,
-    it finished ahead of its opponents' seats ``exploiter_freeze_ahead`` of the
-    time, or after ``exploiter_step_budget`` of its own decisions. Then a main
-    exploiter restarts, a league exploiter with chance ``league_exploiter_reset``:
-    from its weights as built, or (``exploiter_reset_to=main``) as a copy of
-    main, which is also how it starts. A frozen exploiter takes a snapshot slot like
-    main's snapshots (evicting by role, Snapshot rule), starts from main's rating as they do
-    (openskill's start would have it evicted before it was ever rated), and is
-    drawn at main's seats like any snapshot. The league's PFSP chances are main's: a league exploiter meets
-    the members main finds hard (it has no record of its own until frozen).
+Roles (``league=alphastar``; `policies.league.roles`)
+    Besides main, learners of other roles (AlphaStar's exploiters) learn in the
+    same run, each an RLlib module of its own trained on its own share of the
+    games. The role table says, for each role, whom its learners play, their
+    share of the games, when one is frozen into the league and whether and
+    from what it then restarts; the league reads their settings
+    (``main_exploiters``, ``main_exploiter_share``, ...) from `LeagueSettings`.
+    A frozen exploiter is a snapshot with its role (``main_exploiter_0@<iteration>``):
+    it takes a snapshot slot like main's snapshots (evicting by role), starts
+    from main's rating as they do (openskill's start would have it evicted
+    before it was ever rated), and is drawn at main's seats like any snapshot.
+    The league's PFSP chances are main's: a league exploiter meets the members
+    main finds hard (it has no record of its own until frozen).
 
 Matchmaking (`matchmaker`, a `policies.league.pool.Matchmaker`)
     One seat is always main. Every other seat is main (``main_weight``: pure
@@ -73,14 +66,15 @@ import json
 import random
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from policies.champions import CHAMPION_PREFIX, ChampionError, champion_folder
-from policies.league.pool import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, Matchmaker, bot_module_id, exploiter_id, \
-    role_of, snapshot_id
+from policies.league import roles
+from policies.league.pool import MAIN, Matchmaker, bot_module_id, snapshot_id
+from policies.league.roles import role_of
 from policies.league.ratings import (
     LEAGUE_TAU,
     MAIN_DRIFT,
@@ -97,8 +91,6 @@ MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
 DROPPED_META = "dropped:"
 """``meta`` key prefix of a dropped external member's record (`League.drop`): ``dropped:<name>``."""
-EXPLOITER_STARTS = ("initial", "main")
-"""What an exploiter starts and restarts from (``exploiter_reset_to``)."""
 
 
 class MemberFailed(RuntimeError):
@@ -148,9 +140,11 @@ def member_policy_folder(member: Member, db_folder: Path) -> Path | None:
     return path if path.is_absolute() else db_folder / path
 
 
+@roles.takes_role_settings(roles.defaults)
 @dataclass(frozen=True)
 class LeagueSettings:
-    """How a league behaves; `launch.training.schema.LeagueConfig` (conf/league) is an editable copy of these fields."""
+    """How a league behaves; `launch.training.schema.LeagueConfig` (conf/league) is an editable copy of these fields
+    and of the roles' settings."""
 
     players: int
     """Seats per game (2-4): the size of every line-up."""
@@ -186,38 +180,22 @@ class LeagueSettings:
     """Games per line-up (seats rotate: a multiple of the player count seats everyone equally)."""
     with_main: bool = True
     """A training league has the learner as member ``main``; a cross-run league does not."""
-    main_exploiters: int = 0
-    """Main exploiters (``league=alphastar``): learners trained only against the current main (RLlib modules
-    ``main_exploiter_<i>``)."""
-    league_exploiters: int = 0
-    """League exploiters: learners trained against opponents drawn as main's are (``league_exploiter_<i>``)."""
-    main_exploiter_share: float = 0.0
-    """Share of the training games (so of the env steps) that are main exploiters' games, split evenly among
-    them; main keeps what the exploiters' shares leave."""
-    league_exploiter_share: float = 0.0
-    """Share of the training games that are league exploiters' games, split evenly among them."""
-    main_exploiter_snapshot_weight: float = 0.0
-    """Share of a main exploiter's opponent seats that are main's own snapshots (uniformly); the rest are the
-    current main."""
-    exploiter_freeze_ahead: float = 0.7
-    """Freeze an exploiter into the league when, in its training games since its last reset, it finished ahead
-    of its opponents' seats this often (a main exploiter's opponents are main)..."""
-    exploiter_min_games: int = 200
-    """... over at least this many finished games."""
-    exploiter_step_budget: int = 1_000_000
-    """Or freeze it after this many of its own decisions since its last reset, however it does."""
-    league_exploiter_reset: float = 0.25
-    """Chance that a league exploiter restarts when frozen (a main exploiter always does)."""
-    exploiter_reset_to: str = "initial"
-    """What an exploiter starts and restarts from (`EXPLOITER_STARTS`): ``initial``, its weights as built (kept
-    in ``<run>/league/initial``), or ``main``, a copy of main's weights at that moment."""
+    role_settings: Mapping[str, Any] = field(default_factory=dict)
+    """The settings of the league's roles (`policies.league.roles.settings`: ``main_exploiters``,
+    ``main_exploiter_share``, ...), by key. Given as keywords of their own (``LeagueSettings(players=4,
+    main_exploiters=1)``) and read back as attributes, like the fields above; those not given are at their
+    defaults."""
+
+    def __post_init__(self):
+        roles.check(self.role_settings)
 
 
 @dataclass
 class ExploiterProgress:
-    """One exploiter since its last reset (kept in the run state across a resume): its own decisions, its
-    finished training games and, over its opponents' seats in them, how many it finished ahead of; and how often
-    it was frozen and reset over the run."""
+    """One exploiter (a learner of a role besides main) since its last reset, kept in the run state across a
+    resume: its own decisions, its finished training games and, over its opponents' seats in them, how many it
+    finished ahead of; and how often it was frozen and reset over the run. Its role's freeze rule reads it
+    (`policies.league.roles.ExploiterRules`)."""
 
     decisions: int = 0
     games: int = 0
@@ -241,55 +219,6 @@ class ExploiterProgress:
         self.decisions = self.games = self.ahead = self.met = 0
         self.frozen += 1
         self.resets += int(reset)
-
-
-@dataclass(frozen=True)
-class ExploiterRule:
-    """When an exploiter is frozen into the league, and whether it then restarts from its initial weights
-    (module docstring, Roles)."""
-
-    freeze_ahead: float
-    min_games: int
-    step_budget: int
-    league_exploiter_reset: float
-    reset_to: str = "initial"
-
-    def __post_init__(self):
-        if self.reset_to not in EXPLOITER_STARTS:
-            raise ValueError(f"exploiter_reset_to={self.reset_to!r} is not known: choose from "
-                             f"{', '.join(EXPLOITER_STARTS)}")
-
-    @classmethod
-    def of(cls, settings: LeagueSettings) -> ExploiterRule:
-        return cls(settings.exploiter_freeze_ahead, settings.exploiter_min_games, settings.exploiter_step_budget,
-                   settings.league_exploiter_reset, settings.exploiter_reset_to)
-
-    def freeze_reason(self, progress: ExploiterProgress) -> str | None:
-        """Why `progress` freezes its exploiter now, in words; None while it does not."""
-        rate = progress.ahead_rate
-        if progress.games >= self.min_games and rate is not None and rate >= self.freeze_ahead:
-            return f"ahead of its opponents {rate:.0%} of the time over {progress.games:,} games"
-        if progress.decisions >= self.step_budget:
-            return f"its step budget spent ({progress.decisions:,} decisions)"
-        return None
-
-    def resets(self, module_id: str, draw: float) -> bool:
-        """Whether the exploiter restarts from its initial weights; `draw` is uniform in [0, 1)."""
-        role = role_of(module_id)
-        if role == MAIN_EXPLOITER:
-            return True
-        if role == LEAGUE_EXPLOITER:
-            return draw < self.league_exploiter_reset
-        raise ValueError(f"{module_id!r} is no exploiter: only exploiters are frozen by this rule")
-
-
-def eviction_candidates(members: Iterable[Member], role: str) -> list[Member]:
-    """The active snapshots a new one of `role` may evict (module docstring, Snapshot rule): those of its own
-    role, else main's, else any. So a frozen exploiter leaves only for a newer one of its role: a frozen exploiter
-    is often the lowest-rated member, and main's next snapshot must not evict it before main has trained against
-    it."""
-    members = list(members)
-    return ([m for m in members if m.role == role] or [m for m in members if m.role == MAIN] or members)
 
 
 @dataclass
@@ -412,31 +341,19 @@ class League:
 
     def snapshot_due(self, iteration: int, last_snapshot_iteration: int | None,
                      last_round: RoundResult | None = None) -> bool:
-        """Whether main is frozen now (module docstring, Snapshot rule). The win-rate rule reads this league's
-        own round of this iteration; given `last_round`, a round played beside training whose result is taken up
-        iterations later (`launch.training.trainers.league_upkeep`), only the win-rate rule is asked, about that
-        round, once, when it arrives."""
-        settings = self.settings
-        if not settings.max_snapshots:
-            return False
-        if last_round is None and settings.snapshot_every and iteration % settings.snapshot_every == 0:
-            return True
-        # One good round freezes main once: its own round only at its iteration, and none that main was frozen
-        # at or after.
-        if last_round is None:
-            last = self._last_round
-            fresh = last is not None and last.iteration == iteration and last_snapshot_iteration != iteration
-        else:
-            last = last_round
-            fresh = last.iteration is not None and (last_snapshot_iteration is None
-                                                    or last_snapshot_iteration < last.iteration)
-        return (settings.snapshot_win_rate is not None and fresh and last.main_vs_league is not None
-                and last.main_vs_league >= settings.snapshot_win_rate)
+        """Whether main is frozen now, by main's freeze rule in the role table (module docstring, Snapshot rule;
+        `policies.league.roles.Periodic`). The win-rate rule reads this league's own round of this iteration;
+        given `last_round`, a round played beside training whose result is taken up iterations later
+        (`launch.training.trainers.league_upkeep`), only the win-rate rule is asked, about that round, once, when
+        it arrives."""
+        return roles.role_named(MAIN).freeze.due(self.settings, iteration, last_snapshot_iteration, last_round,
+                                                 self._last_round)
 
     def add_snapshot(self, iteration: int, env_steps: int, write_weights,
                      panel: Mapping[str, Any] | None = None, learner: str = MAIN) -> tuple[Member, Member | None]:
         """Freeze `learner` (main or an exploiter's module id): `write_weights(folder)` writes its policy; returns
-        the new member (a snapshot with the learner's role) and the one evicted."""
+        the new member (a snapshot with the learner's role) and the one its role's eviction rule evicted, when
+        every slot was taken."""
         role = role_of(learner)
         name = self._free_name(f"{learner}@{iteration}")
         folder = Path(SNAPSHOT_DIR) / safe_folder_name(name)
@@ -449,7 +366,7 @@ class League:
             if free:
                 slot = free[0]
             else:
-                evicted = min(eviction_candidates(taken.values(), role), key=lambda m: (m.mu, m.iteration or 0))
+                evicted = roles.role_named(role).eviction.evicts(role, taken.values())
                 slot = evicted.slot
                 self.store.evict(evicted.id)
             # A snapshot of main is main at this moment: it starts from main's rating. So does a frozen exploiter,
@@ -474,7 +391,8 @@ class League:
 
     # ------------------------------------------------------------------ matchmaking
     def matchmaker(self, seed: int, rounds_back: int | None = None, with_externals: bool = True) -> Matchmaker:
-        """Seats for training games, PFSP within snapshots, bots and (`with_externals`) external members."""
+        """Seats for training games, PFSP within snapshots, bots and (`with_externals`) external members, and
+        the learners of every role besides main with their shares (`policies.league.roles`)."""
         settings = self.settings
         slots = self.slot_members()
         main = self.store.member(MAIN_MEMBER)
@@ -497,12 +415,8 @@ class League:
             bot_priorities=tuple(priority(b) for b in bots),
             externals=tuple(m.name for m in externals), external_weight=settings.external_weight,
             external_priorities=tuple(priority(m) for m in externals),
-            main_exploiters=tuple(exploiter_id(MAIN_EXPLOITER, i) for i in range(settings.main_exploiters)),
-            league_exploiters=tuple(exploiter_id(LEAGUE_EXPLOITER, i) for i in range(settings.league_exploiters)),
-            main_exploiter_share=settings.main_exploiter_share,
-            league_exploiter_share=settings.league_exploiter_share,
             main_snapshots=tuple(snapshot_id(slot) for slot, m in ordered if m.role == MAIN),
-            main_exploiter_snapshot_weight=settings.main_exploiter_snapshot_weight,
+            **roles.seating(settings.role_settings, roles.learners(settings.role_settings)),
         )
 
     def _recent_records(self, rounds_back: int) -> dict[tuple[int, int], tuple[int, int]]:

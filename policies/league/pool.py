@@ -9,21 +9,21 @@ Module ids (one RLModule each, all built when the algorithm is built):
   time, so an episode in flight never meets a module that has gone, and a
   checkpoint always holds the same set of modules;
 * ``bot_<name>``: the seed bots as fixed `policies.modules.BotRLModule`;
-* ``main_exploiter_<i>``, ``league_exploiter_<i>`` (``league=alphastar``): AlphaStar's exploiters, trained
-  like ``main`` in the same run, each on its own games.
+* ``<role>_<i>``: the learners of each role besides main (`policies.league.roles`; ``league=alphastar``'s
+  ``main_exploiter_0`` and ``league_exploiter_0``), trained like ``main`` in the same run, each on its own games.
 
 Besides modules, the batched sampler (`launch.training.sampler`) seats the league's
 *external* members, which are no RLModule (another run's PPO or DQN, a
 TD(lambda) value, a search player, a GA network, a ``py:`` bot), by their
 member name; they answer through `policies.players`.
 
-Each episode's seats are drawn by the `Matchmaker`. With exploiters, a game first draws its *learner*: a main
-exploiter with chance ``main_exploiter_share`` (one of them, uniformly), a league exploiter with chance
-``league_exploiter_share``, else ``main``; without exploiters nothing is drawn for it, so a league without
-roles uses its random stream for the seats alone. The learner takes one seat (chosen at random). A main exploiter's
-other seats are the current ``main``, or one of main's own snapshots with weight
-``main_exploiter_snapshot_weight``; a league exploiter's are drawn like main's opponents, below. In a main game
-one seat (chosen at random) is always ``main``, so every episode trains it; every other seat is
+Each episode's seats are drawn by the `Matchmaker`, which reads the role table (`policies.league.roles.ROLES`)
+and names no role. With learners besides main, a game first draws its *learner*: one of a role's learners
+(uniformly) with the chance of that role's share (``main_exploiter_share``, ...), the roles in the table's order,
+else ``main``; without them nothing is drawn for it, so a league without roles uses its random stream for the
+seats alone. The learner's role then draws every seat (its ``opponents``: as main's, below, or the current
+``main`` and main's own snapshots), and the learner takes one of them (chosen at random), so every episode trains
+its learner. Main's opponents: every seat is
 ``main`` with weight ``main``, a snapshot with weight ``snapshots`` (the
 weight goes to ``main`` while no slot is filled), a bot with weight
 ``bots`` or an external member with weight ``externals`` (a league without externals leaves
@@ -38,16 +38,15 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-MAIN = "main"
+from policies.league import roles
+from policies.league.roles import MAIN, role_of  # noqa: F401 (role_of: a learner's module id -> its role)
+
 SNAPSHOT_PREFIX = "snapshot_"
 BOT_PREFIX = "bot_"
-MAIN_EXPLOITER = "main_exploiter"
-LEAGUE_EXPLOITER = "league_exploiter"
-ROLES = (MAIN, MAIN_EXPLOITER, LEAGUE_EXPLOITER)
-"""The learners' roles (AlphaStar): main, main exploiters (against main only), league exploiters (against all)."""
 
 
 def snapshot_id(slot: int) -> str:
@@ -56,23 +55,6 @@ def snapshot_id(slot: int) -> str:
 
 def bot_module_id(bot: str) -> str:
     return f"{BOT_PREFIX}{bot}"
-
-
-def exploiter_id(role: str, index: int) -> str:
-    """The module id of exploiter `index` of `role` (``main_exploiter_0``)."""
-    if role not in (MAIN_EXPLOITER, LEAGUE_EXPLOITER):
-        raise ValueError(f"{role!r} is no exploiter role: choose {MAIN_EXPLOITER} or {LEAGUE_EXPLOITER}")
-    return f"{role}_{index}"
-
-
-def role_of(module_id: str) -> str:
-    """The role of a trainable module id (`ROLES`); anything else raises."""
-    if module_id == MAIN:
-        return MAIN
-    role, _, index = module_id.rpartition("_")
-    if role in (MAIN_EXPLOITER, LEAGUE_EXPLOITER) and index.isdigit():
-        return role
-    raise ValueError(f"{module_id!r} is no learner's module id: main, main_exploiter_<i> or league_exploiter_<i>")
 
 
 @dataclass(frozen=True)
@@ -88,9 +70,15 @@ class Matchup:
         return tuple(s for s, m in enumerate(self.modules) if m == self.learner)
 
 
+@roles.takes_role_settings(roles.seating_defaults)
 @dataclass(frozen=True)
 class Matchmaker:
-    """Draws a `Matchup` per episode; picklable, so RLlib ships it to every EnvRunner as the mapping function."""
+    """Draws a `Matchup` per episode; picklable, so RLlib ships it to every EnvRunner as the mapping function.
+
+    Besides the fields below it takes, as keywords, what it seats of each role besides main
+    (`policies.league.roles.seating_defaults`): the role's learners' module ids under its count key
+    (``main_exploiters=("main_exploiter_0",)``), its share (``main_exploiter_share=0.2``) and the settings of whom it
+    plays (``main_exploiter_snapshot_weight``), each read back as an attribute."""
 
     players: int
     snapshots: tuple[str, ...] = ()
@@ -110,19 +98,11 @@ class Matchmaker:
     external_weight: float = 0.0
     external_priorities: tuple[float, ...] = ()
     """Relative chance of each external within the external share (empty: uniform)."""
-    main_exploiters: tuple[str, ...] = ()
-    """Main exploiters' module ids: each plays its games against the current main."""
-    league_exploiters: tuple[str, ...] = ()
-    """League exploiters' module ids: each plays its games against opponents drawn as main's are."""
-    main_exploiter_share: float = 0.0
-    """Share of games whose learner is a main exploiter (split evenly among them)."""
-    league_exploiter_share: float = 0.0
-    """Share of games whose learner is a league exploiter (split evenly among them)."""
     main_snapshots: tuple[str, ...] = ()
-    """The filled slots that hold main's own snapshots (a frozen exploiter's do not): a main exploiter's
-    opponents besides main."""
-    main_exploiter_snapshot_weight: float = 0.0
-    """Share of a main exploiter's opponent seats that are main's snapshots (uniformly); the rest are main."""
+    """The filled slots that hold main's own snapshots (a frozen learner of another role's do not): what a role that
+    plays the current main (`policies.league.roles.CurrentMain`) meets besides main."""
+    role_settings: Mapping[str, Any] = field(default_factory=dict)
+    """What it seats of each role besides main, by key (class docstring)."""
 
     def _groups(self):
         return ((self.snapshots, self.snapshot_priorities, self.snapshot_weight, "snapshot"),
@@ -133,15 +113,16 @@ class Matchmaker:
         for modules, priorities, _, what in self._groups():
             if priorities and (len(priorities) != len(modules) or min(priorities) < 0):
                 raise ValueError(f"{what}_priorities must give one weight >= 0 per {what}: got {priorities}")
-        for exploiters, share, role in ((self.main_exploiters, self.main_exploiter_share, MAIN_EXPLOITER),
-                                        (self.league_exploiters, self.league_exploiter_share, LEAGUE_EXPLOITER)):
-            if not 0 <= share <= 1 or bool(exploiters) != (share > 0):
-                raise ValueError(f"{role}_share={share} needs {role}s, and {role}s a share in (0, 1]")
-        if self.main_exploiter_share + self.league_exploiter_share >= 1:
-            raise ValueError("the exploiters' shares of the games leave main none: they must add up to less than 1")
+        learner_roles = roles.learner_roles()
+        learners = {role.name: tuple(self.role_settings[role.count.key]) for role in learner_roles}
+        roles.check(self.role_settings, counts={name: len(ids) for name, ids in learners.items()})
+        # The roles themselves travel with the matchmaker: an EnvRunner seats what the driver's table says.
+        object.__setattr__(self, "_main", roles.role_named(MAIN))
+        object.__setattr__(self, "_learners", tuple((role, learners[role.name], self.role_settings[role.share.key])
+                                                    for role in learner_roles if learners[role.name]))
 
     def opponent_weights(self) -> dict[str, float]:
-        """Chance that a non-learner seat is played by each module."""
+        """Chance that a seat of main's game (or of a role that plays as main does) is played by each module."""
         weights: dict[str, float] = {MAIN: self.main_weight}
         for modules, priorities, share, what in self._groups():
             priorities = priorities if sum(priorities) > 0 else (1.0,) * len(modules)
@@ -159,32 +140,22 @@ class Matchmaker:
     def matchup(self, episode_key: str) -> Matchup:
         # crc32, not hash(): str hashes differ between processes.
         rng = random.Random(zlib.crc32(f"{self.seed}:{episode_key}".encode()))
-        learner = self._learner(rng)
-        if learner in self.main_exploiters:
-            seats = [self._main_exploiter_opponent(rng) for _ in range(self.players)]
-        else:  # main's game or a league exploiter's: opponents by the league's weights
-            weights = self.opponent_weights()
-            modules, probabilities = list(weights), list(weights.values())
-            seats = [rng.choices(modules, probabilities)[0] for _ in range(self.players)]
+        learner, role = self._learner(rng)
+        seats = role.opponents.seats(self, rng)
         seats[rng.randrange(self.players)] = learner
         return Matchup(tuple(seats), learner)
 
-    def _learner(self, rng: random.Random) -> str:
-        """Whose game this is. Without exploiters it draws nothing, so the seats are those a league without roles
-        always drew for the same key."""
-        if not (self.main_exploiters or self.league_exploiters):
-            return MAIN
-        draw = rng.random()
-        if draw < self.main_exploiter_share:
-            return rng.choice(self.main_exploiters)
-        if draw < self.main_exploiter_share + self.league_exploiter_share:
-            return rng.choice(self.league_exploiters)
-        return MAIN
-
-    def _main_exploiter_opponent(self, rng: random.Random) -> str:
-        if self.main_snapshots and rng.random() < self.main_exploiter_snapshot_weight:
-            return rng.choice(self.main_snapshots)
-        return MAIN
+    def _learner(self, rng: random.Random) -> tuple[str, roles.Role]:
+        """Whose game this is, and its role. Without learners besides main it draws nothing, so the seats are those
+        a league without roles always drew for the same key."""
+        if not self._learners:
+            return MAIN, self._main
+        draw, reached = rng.random(), 0.0
+        for role, learners, share in self._learners:
+            reached += share
+            if draw < reached:
+                return rng.choice(learners), role
+        return MAIN, self._main
 
     def __call__(self, agent_id: str, episode, **kwargs) -> str:
         """RLlib's agent-to-module mapping: ``seat_<i>`` of `episode` -> module id."""
@@ -193,15 +164,22 @@ class Matchmaker:
 
 
 class SnapshotPool:
-    """The RLlib side of the league: the module ids that exist for the whole run, and which slots are filled."""
+    """The RLlib side of the league: the module ids that exist for the whole run, and which slots are filled.
 
-    def __init__(self, players: int, slots: int, bots: Sequence[str], main_exploiters: int = 0,
-                 league_exploiters: int = 0):
+    `learner_counts` are the counts of the roles besides main by their count keys (``main_exploiters=1``,
+    `policies.league.roles`); a role not given has none."""
+
+    def __init__(self, players: int, slots: int, bots: Sequence[str], **learner_counts: int):
         self.players = players
         self.slots = slots
         self.bot_modules = tuple(bot_module_id(b) for b in bots)
-        self.main_exploiters = tuple(exploiter_id(MAIN_EXPLOITER, i) for i in range(main_exploiters))
-        self.league_exploiters = tuple(exploiter_id(LEAGUE_EXPLOITER, i) for i in range(league_exploiters))
+        counts = {role.count.key: 0 for role in roles.learner_roles()}
+        unknown = sorted(set(learner_counts) - set(counts))
+        if unknown:
+            raise TypeError(f"SnapshotPool() got unknown learner counts {', '.join(unknown)}: the roles' are "
+                            f"{', '.join(counts)}")
+        self.learners: dict[str, tuple[str, ...]] = roles.learners(counts | learner_counts)
+        """Each role besides main -> its learners' module ids."""
         self.filled_slots: dict[int, int] = {}
         """Filled slot -> the training iteration its snapshot was taken at."""
 
@@ -212,8 +190,8 @@ class SnapshotPool:
 
     @property
     def exploiters(self) -> tuple[str, ...]:
-        """The exploiters' module ids, main exploiters first."""
-        return self.main_exploiters + self.league_exploiters
+        """The module ids of the learners besides main (the exploiters), by role in the table's order."""
+        return tuple(module_id for ids in self.learners.values() for module_id in ids)
 
     @property
     def trainable(self) -> list[str]:

@@ -23,7 +23,7 @@ Tables (schema version `SCHEMA_VERSION`, kept in ``meta``):
     keeps its row, its matches and its ratings. ``slot`` is the RLlib module
     slot an active snapshot occupies during training. ``role`` is the learner
     a ``main`` or ``snapshot`` member was (``main``, ``main_exploiter``,
-    ``league_exploiter``: `policies.league.pool.ROLES`; a frozen exploiter is a
+    ``league_exploiter``: `policies.league.roles.ROLES`; a frozen exploiter is a
     snapshot of its role); other kinds have none.
 ``rounds``
     One rating round: when, at which training iteration, under which rules.
@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies.league.pool import MAIN, ROLES
+from policies.league.roles import MAIN, ROLES
 from policies.league.ratings import ordinal, start_rating
 
 SCHEMA_VERSION = 3  # 2: members of kind human; 3: members' role (older databases are migrated when opened for
@@ -160,7 +160,7 @@ class Member:
     sigma: float
     panel: dict[str, Any] | None
     role: str | None = None
-    """The learner a main or snapshot member was (`policies.league.pool.ROLES`); None for the other kinds."""
+    """The learner a main or snapshot member was (`policies.league.roles.ROLES`); None for the other kinds."""
 
     @property
     def ordinal(self) -> float:

@@ -11,9 +11,9 @@ import pytest
 
 from launch.cli import UserError
 from launch.training import build
-from policies.league.league import ExploiterProgress, ExploiterRule, League, LeagueSettings
-from policies.league.pool import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, Matchmaker, SnapshotPool, role_of, \
-    snapshot_id
+from policies.league.league import ExploiterProgress, League, LeagueSettings
+from policies.league.pool import MAIN, Matchmaker, SnapshotPool, role_of, snapshot_id
+from policies.league.roles import LEAGUE_EXPLOITER, MAIN_EXPLOITER, ExploiterRules
 from policies.league.store import SCHEMA_VERSION, LeagueStore
 from tests.launch.configs import train_config
 
@@ -100,17 +100,18 @@ def test_module_ids_name_their_role():
 
 # ---------------------------------------------------------------- the freeze and reset rule
 def test_an_exploiter_is_frozen_when_it_is_ahead_enough_over_enough_games_or_its_budget_is_spent():
-    rule = ExploiterRule(freeze_ahead=0.6, min_games=10, step_budget=1000, league_exploiter_reset=0.25)
+    rule = ExploiterRules.of(LeagueSettings(players=4, exploiter_freeze_ahead=0.6, exploiter_min_games=10,
+                                            exploiter_step_budget=1000, league_exploiter_reset=0.25))
     progress = ExploiterProgress()
     progress.add(decisions=200, games=9, ahead=27, met=27)  # always ahead, but too few games
-    assert rule.freeze_reason(progress) is None
+    assert rule.freeze_reason("main_exploiter_0", progress) is None
     progress.add(decisions=50, games=1, ahead=0, met=3)
-    assert "ahead of its opponents 90% of the time over 10 games" == rule.freeze_reason(progress)
+    assert "ahead of its opponents 90% of the time over 10 games" == rule.freeze_reason("main_exploiter_0", progress)
     behind = ExploiterProgress()
     behind.add(decisions=999, games=50, ahead=10, met=150)
-    assert rule.freeze_reason(behind) is None
+    assert rule.freeze_reason("league_exploiter_0", behind) is None
     behind.add(decisions=1, games=0, ahead=0, met=0)
-    assert "step budget" in rule.freeze_reason(behind)
+    assert "step budget" in rule.freeze_reason("league_exploiter_0", behind)
     behind.restart(reset=True)
     assert (behind.decisions, behind.games, behind.frozen, behind.resets) == (0, 0, 1, 1)
     # a main exploiter always restarts; a league exploiter with the set chance

@@ -13,6 +13,7 @@ from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTrain
 from launch.training.ppo_learner import SharedMinibatchPPOLearner
 from launch.training.settings import AT_LEAST_ONE, CLIP, COEFFICIENT, LARGEST, SHARE, Range, RLlibSettings
 from policies.algorithms import module_algorithm
+from policies.league.roles import learner_roles
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -79,7 +80,7 @@ def apply(config: AlgorithmConfig, cfg: TrainConfig, batched: bool) -> None:
         kl_coeff=algo.kl_coeff,
         grad_clip=algo.grad_clip,
     )
-    if cfg.league.main_exploiters or cfg.league.league_exploiters:
+    if any(getattr(cfg.league, role.count.key) for role in learner_roles()):
         # Several trained modules of unequal batches: each minibatch takes the same share of each (ppo_learner.py).
         config.learners(learner_class=SharedMinibatchPPOLearner)
 

@@ -17,10 +17,11 @@ a consistent copy taken between two iterations and written and signed in a threa
 warning line and training goes on; three failures of a kind in a row stop the run after a checkpoint
 (`launch.training.upkeep`).
 
-With exploiters (``league=alphastar``), every iteration also collects each exploiter's finished games from the
-runners, and freezes into the league (step 5) each one whose rule fires (`policies.league.league.ExploiterRule`),
-restarting it when the rule says so: from its initial weights (kept in ``<run>/league/initial/<module>/``) or,
-with ``league.exploiter_reset_to=main`` (``league=alphastar``'s), as a copy of main, which is also how it starts.
+With exploiters (learners of the roles besides main in `policies.league.roles`; ``league=alphastar``), every
+iteration also collects each exploiter's finished games from the runners, and freezes into the league (step 5)
+each one whose role's freeze rule fires, restarting it when its role's reset rule says so: from its initial
+weights (kept in ``<run>/league/initial/<module>/``) or, with ``league.exploiter_reset_to=main``
+(``league=alphastar``'s), as a copy of main, which is also how it starts.
 
 An external league member that raises mid-run (at a training seat, against the panel, in a rating round) is
 named in one warning line and dropped from the league for good; training goes on. A panel bot of the user's
@@ -59,8 +60,9 @@ from launch.training.trainers.league_upkeep import FrozenWeights, LeagueJob, Lea
 from launch.training.upkeep import BackgroundJob, done_now, frozen_copy
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError, find_policy, read_meta
+from policies.league import roles
 from policies.league.evaluation import override_value
-from policies.league.league import SNAPSHOT_DIR, ExploiterProgress, ExploiterRule, League, MemberFailed
+from policies.league.league import SNAPSHOT_DIR, ExploiterProgress, League, MemberFailed
 from policies.league.pool import MAIN, SNAPSHOT_PREFIX, snapshot_id
 from policies.league.store import DB_NAME, LeagueStore
 from policies.players import PlayerSpecError, make_player
@@ -358,9 +360,9 @@ def find_resume_point(cfg: TrainConfig, run: RunDir) -> tuple[RunState, Path | N
                             f"league.max_snapshots={cfg.league.max_snapshots}: keep the run's value")
         exploiters = build.make_pool(cfg).exploiters
         if set(state.exploiters) != set(exploiters):
+            counts = " and ".join(f"league.{role.count.key}" for role in roles.learner_roles())
             raise UserError(f"resume: the run trains the exploiters {', '.join(sorted(state.exploiters)) or 'none'} "
-                            f"and this config gives {', '.join(exploiters) or 'none'}: keep the run's "
-                            "league.main_exploiters and league.league_exploiters")
+                            f"and this config gives {', '.join(exploiters) or 'none'}: keep the run's {counts}")
 
     return run.resume_point(cfg.resume, check)
 
@@ -528,18 +530,16 @@ def take_snapshot(algo, league, pool, state: RunState, evaluator: PanelEvaluator
     return module_id
 
 
-RESTART_WORDS = {"initial": "its initial weights", "main": "a copy of main"}
-
-
 class ExploiterTraining:
     """The driver's side of the exploiters (module docstring): their progress (in the run state, so a resume goes
-    on counting), their initial weights, and freezing and resetting them."""
+    on counting), their initial weights, and freezing and resetting them by their roles' rules
+    (`policies.league.roles.ExploiterRules`)."""
 
     INITIAL_DIR = "initial"
 
     def __init__(self, cfg: TrainConfig, league_folder: Path, state: RunState):
         self.cfg = cfg
-        self.rule = ExploiterRule.of(build.league_settings(cfg))
+        self.rules = roles.ExploiterRules.of(build.league_settings(cfg))
         self.modules = build.make_pool(cfg).exploiters
         self.folder = league_folder / self.INITIAL_DIR
         self.state = state
@@ -562,15 +562,24 @@ class ExploiterTraining:
                 evaluator.write_weights(weights[module_id], self.folder / module_id)
 
     def start(self, algo) -> None:
-        """A new run's exploiters as the rule says they start: as built, or as copies of main."""
-        if self.modules and self.rule.reset_to == "main":
+        """A new run's exploiters as their roles say they start: as built, or as copies of main."""
+        to_copy = [module_id for module_id in self.modules if self.start_of(module_id) == "main"]
+        if to_copy:
             main_weights = algo.learner_group.get_weights([MAIN])[MAIN]
-            for module_id in self.modules:
+            for module_id in to_copy:
                 push_weights(algo, module_id, main_weights)
 
+    def start_of(self, module_id: str) -> str:
+        """What exploiter `module_id` starts and restarts from (`policies.league.roles.STARTS`)."""
+        start = self.rules.start(module_id)
+        if start not in roles.STARTS:
+            raise ValueError(f"{module_id} would start from {start!r}: training starts an exploiter from "
+                             f"{' or '.join(roles.STARTS)}")
+        return start
+
     def restart(self, algo, evaluator: PanelEvaluator, module_id: str) -> None:
-        """Exploiter `module_id` back to where the rule starts it, with its optimizer state emptied."""
-        if self.rule.reset_to == "main":
+        """Exploiter `module_id` back to where its role starts it, with its optimizer state emptied."""
+        if self.start_of(module_id) == "main":
             weights = algo.learner_group.get_weights([MAIN])[MAIN]
         else:
             weights = evaluator.weights_of(self.folder / module_id)
@@ -591,12 +600,12 @@ class ExploiterTraining:
                 self._store(module_id, progress)
 
     def freeze_due(self, algo, league, pool, state: RunState, evaluator: PanelEvaluator) -> list[str]:
-        """Freeze each exploiter whose rule fires into the league (and reset it when the rule says so); returns
-        the exploiters frozen."""
+        """Freeze each exploiter whose role's freeze rule fires into the league (and reset it when its role's reset
+        rule says so); returns the exploiters frozen."""
         frozen = []
         for module_id in self.modules:
             progress = self.progress(module_id)
-            reason = self.rule.freeze_reason(progress)
+            reason = self.rules.freeze_reason(module_id, progress)
             if reason is None:
                 continue
             weights = algo.learner_group.get_weights([module_id])[module_id]
@@ -607,7 +616,7 @@ class ExploiterTraining:
             pool.fill(member.slot, state.iteration)
             # The draw depends only on the run's seed, the exploiter and the iteration: a resume redraws the same.
             draw = random.Random(zlib.crc32(f"{self.cfg.seed}:{module_id}:{state.iteration}".encode())).random()
-            reset = self.rule.resets(module_id, draw)
+            reset = self.rules.resets(module_id, draw)
             if reset:
                 self.restart(algo, evaluator, module_id)
             progress.restart(reset)
@@ -615,7 +624,7 @@ class ExploiterTraining:
             frozen.append(module_id)
             print(f"league: {module_id} frozen as {member.name} in {snapshot_id(member.slot)} ({reason})"
                   + (f", evicting {evicted.name}" if evicted is not None else "")
-                  + (f"; restarted from {RESTART_WORDS[self.rule.reset_to]}" if reset else ""), flush=True)
+                  + (f"; restarted from {roles.STARTS[self.start_of(module_id)]}" if reset else ""), flush=True)
         return frozen
 
 
