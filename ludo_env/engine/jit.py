@@ -89,6 +89,8 @@ LOCK_NAME = ".compile.lock"
 # First compilations of the inlined kernels take 2.5 times less time with it (its module docstring).
 inline_copy.install()
 
+# Off only in `benchmarks/compile_time.py --compare compile_lock`, which times a first start without it.
+ONE_WRITER = True
 _lock_depth = 0  # nested compiles (a kernel's callees) inside the outermost one, which holds the file lock
 _lock_file = None
 
@@ -132,6 +134,8 @@ def _one_writer(decorator: Callable) -> Callable:
         numba_compile = dispatcher.compile  # what numba calls for every new signature, callers' typing included
 
         def compile(sig):
+            if not ONE_WRITER:
+                return numba_compile(sig)
             with compile_lock():
                 return numba_compile(sig)
 

@@ -42,7 +42,7 @@ def test_a_champion_plays_as_its_policy_folder_under_its_own_name():
     assert np.array_equal(result.places, again.places)
 
 
-@pytest.mark.parametrize("spec", ["champion:pyludo", "champion:", "champion:../ppo_token_set"])
+@pytest.mark.parametrize("spec", ["champion:quick", "champion:", "champion:../ppo_token_set"])
 def test_a_rule_set_without_a_champion_is_one_line_listing_those_there_are(spec):
     with pytest.raises(PlayerSpecError) as err:
         make_player(spec)
@@ -82,7 +82,7 @@ def test_evaluate_plays_a_champion_and_refuses_one_line_for_the_wrong_rules_or_a
     assert "champion:classic" in done.stdout
     for players, variant, words in (("champion:classic", "pyludo", MISFIT),
                                     ("champion:nosuch", "classic", "there is no champion for 'nosuch': the champions "
-                                                                   "are champion:classic")):
+                                                                   "are champion:classic, champion:pyludo")):
         done = run("launch/evaluate.py", f"players=[{players},hybrid,hybrid,hybrid]", "games=40",
                    f"variant={variant}", f"hydra.run.dir={tmp_path / variant}")
         assert done.returncode == 2

@@ -353,6 +353,7 @@ def test_the_champion_is_offered_only_for_games_of_its_rule_set(browsers, server
 
     assert "champion:classic" in offered("classic", 4)
     assert "champion:classic" not in offered("pyludo", 4)
+    assert "champion:pyludo" in offered("pyludo", 4) and "champion:pyludo" not in offered("classic", 4)
     assert "champion:classic" not in offered("classic", 2)  # it was trained for four seats
     assert {"bot:hybrid", "agent:0"} <= offered("pyludo", 4)
     start_game(driver, address, "classic", 4, 0, ["champion:classic", "bot:random", "bot:random"], speed=0)

@@ -28,8 +28,10 @@ def train(run_dir: Path, *args: str, timeout: int = 400) -> subprocess.Completed
     )
 
 
-
-
+# Slow: it compiles every kernel the training path needs, from nothing. The claim, processes
+# started together on an empty cache share its compiles and none crashes, is held in the fast suite by
+# tests/engine/test_cold_cache.py's eight processes.
+@pytest.mark.slow
 def test_smoke_with_two_env_runners_on_an_empty_numba_cache(tmp_path):
     """The driver and two EnvRunner actors start together on a cold cache (a new user's first run, a cluster's
     first job): they share the compiles through the cache lock (`ludo_env.engine.jit`) and none of them crashes."""
@@ -43,6 +45,7 @@ def test_smoke_with_two_env_runners_on_an_empty_numba_cache(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["iterations"] == 2 and summary["env_steps"] > 0
     assert any(cache.rglob("*.nbi")), "the run compiled nothing into the empty cache it was given"
+
 
 def test_smoke_trains_evaluates_checkpoints_logs_offline_and_its_numbers_reproduce(tmp_path):
     run_dir = tmp_path / "run"
