@@ -51,7 +51,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/levers.py` puts benchmarks/, not the project, on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scaling import EXPERIMENT, PLAYERS, env_steps, only_driver, steps_text  # noqa: E402
+from benchmarks.scaling import EXPERIMENT, PLAYERS, env_steps, only_driver, read_results, steps_text  # noqa: E402
 from launch.cli import (OneLineParser, UserError, benchmark_rules, fail, input_errors, positive,  # noqa: E402
                         write_text)
 from launch.training.runs import train_to_env_steps, trained_env_steps  # noqa: E402
@@ -235,16 +235,7 @@ def table_row(result: dict[str, Any]) -> str:
 
 
 def load_results(out: Path) -> dict[str, Any]:
-    file = out / RESULTS
-    if not file.is_file():
-        return {"format": FORMAT, "rows": {}}
-    try:
-        results = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{file}: cannot read it ({err}): move it away to start the results afresh") from None
-    if not isinstance(results, dict) or results.get("format") != FORMAT or not isinstance(results.get("rows"), dict):
-        raise UserError(f"{file}: not a {FORMAT} results file: give another --out")
-    return results
+    return read_results(out / RESULTS, FORMAT, "rows")
 
 
 # ---------------------------------------------------------------- command

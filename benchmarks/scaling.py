@@ -84,18 +84,23 @@ def steps_label(steps: int) -> str:
 
 
 # ---------------------------------------------------------------- the results file
-def load_results(out: Path) -> dict[str, Any]:
-    """``<out>/scaling.json``, or a new one; a file that is not this benchmark's is one line."""
-    file = out / RESULTS
+def read_results(file: Path, fmt: str, table: str, **empty: Any) -> dict[str, Any]:
+    """A benchmark's results file of format `fmt`, whose entries are in `table`, or a new one with `empty`'s keys;
+    a file that is not such a file, or cannot be read, is one line."""
     if not file.is_file():
-        return {"format": FORMAT, "runs": {}, "commands": []}
+        return {"format": fmt, table: {}, **empty}
     try:
         results = json.loads(file.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise UserError(f"{file}: cannot read it ({err}): move it away to start the results afresh") from None
-    if not isinstance(results, dict) or results.get("format") != FORMAT or not isinstance(results.get("runs"), dict):
-        raise UserError(f"{file}: not a {FORMAT} results file: give another --out")
+    if not isinstance(results, dict) or results.get("format") != fmt or not isinstance(results.get(table), dict):
+        raise UserError(f"{file}: not a {fmt} results file: give another --out")
     return results
+
+
+def load_results(out: Path) -> dict[str, Any]:
+    """``<out>/scaling.json``, or a new one; a file that is not this benchmark's is one line."""
+    return read_results(out / RESULTS, FORMAT, "runs", commands=[])
 
 
 def save_results(out: Path, results: dict[str, Any]) -> None:

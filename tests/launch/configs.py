@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 from omegaconf import OmegaConf
 
 from launch.cli import compose
@@ -53,3 +54,14 @@ def kill_training_when(run_dir: Path, args: list[str], ready, timeout_s: float, 
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def flat_weights(state) -> dict[str, np.ndarray]:
+    """A module's nested state dict as one level of numpy arrays keyed by path, for comparing weights."""
+    out = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            out.update({f"{key}/{k}": v for k, v in flat_weights(value).items()})
+        else:
+            out[key] = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
+    return out

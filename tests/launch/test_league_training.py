@@ -11,17 +11,7 @@ from launch.training.runs import RunState
 from policies.league.league import League
 from policies.league.pool import MAIN
 from policies.league.store import LeagueStore
-from tests.launch.configs import train_config
-
-
-def _flat(state) -> dict[str, np.ndarray]:
-    out = {}
-    for key, value in state.items():
-        if isinstance(value, dict):
-            out.update({f"{key}/{k}": v for k, v in _flat(value).items()})
-        else:
-            out[key] = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
-    return out
+from tests.launch.configs import flat_weights, train_config
 
 
 @pytest.fixture
@@ -46,14 +36,14 @@ def test_a_new_snapshot_holds_mains_weights_on_the_learner_every_env_runner_and_
     evaluator = train.PanelEvaluator(cfg)
     state = RunState(iteration=1)
     module_id = train.take_snapshot(algo, league, pool, state, evaluator, None)
-    frozen = _flat(algo.learner_group.get_weights([MAIN])[MAIN])
+    frozen = flat_weights(algo.learner_group.get_weights([MAIN])[MAIN])
 
-    learner_copy = _flat(algo.learner_group.get_weights([module_id])[module_id])
+    learner_copy = flat_weights(algo.learner_group.get_weights([module_id])[module_id])
     remote = algo.env_runner_group.foreach_env_runner(
         lambda runner, _id=module_id: runner.module[_id].get_state(), local_env_runner=False)
     assert len(remote) == cfg.resources.env_runners
     member = league.slot_members()[int(module_id.rpartition("_")[2])]
-    on_disk = _flat(evaluator.weights_of(league.policy_folder(member)))
+    on_disk = flat_weights(evaluator.weights_of(league.policy_folder(member)))
     for copy in (learner_copy, *map(_flat, remote), on_disk):
         assert copy.keys() == frozen.keys()
         for key in frozen:
@@ -61,9 +51,9 @@ def test_a_new_snapshot_holds_mains_weights_on_the_learner_every_env_runner_and_
 
     # Training on does not touch the snapshot, and the EnvRunners' mapping now seats it.
     algo.train()
-    after = _flat(algo.learner_group.get_weights([module_id])[module_id])
+    after = flat_weights(algo.learner_group.get_weights([module_id])[module_id])
     assert all(np.array_equal(after[k], frozen[k]) for k in frozen)
-    assert not all(np.array_equal(_flat(algo.learner_group.get_weights([MAIN])[MAIN])[k], frozen[k])
+    assert not all(np.array_equal(flat_weights(algo.learner_group.get_weights([MAIN])[MAIN])[k], frozen[k])
                    for k in frozen)
     train.install_matchmaker(algo, league.matchmaker(cfg.seed))
     seated = algo.env_runner_group.foreach_env_runner(

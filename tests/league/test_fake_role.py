@@ -25,7 +25,7 @@ from policies.league.roles import (EXPLOITER_FREEZE, EXPLOITER_START, ROLES, Ahe
                                    role_named)
 from policies.league.store import LeagueStore
 from policies.ranges import AT_LEAST_ONE, SHARE, Range
-from tests.launch.configs import train_config
+from tests.launch.configs import flat_weights, train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_NAME = "fake_exploiter"
@@ -180,18 +180,8 @@ def test_a_fake_roles_learners_are_built_trained_and_recorded_as_mains_are(fake_
 
 
 # ---------------------------------------------------------------- frozen, reset and evicted, in a real algorithm
-def _flat(state) -> dict[str, np.ndarray]:
-    out = {}
-    for key, value in state.items():
-        if isinstance(value, dict):
-            out.update({f"{key}/{k}": v for k, v in _flat(value).items()})
-        else:
-            out[key] = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
-    return out
-
-
 def _same(a, b) -> bool:
-    a, b = _flat(a), _flat(b)
+    a, b = flat_weights(a), flat_weights(b)
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
