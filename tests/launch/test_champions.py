@@ -108,8 +108,8 @@ def test_a_champion_joins_a_league_as_an_external_member_by_its_name(tmp_path):
     assert (member.name, member.spec) == ("champion:classic", "champion:classic")
     assert league.add_external("champion:classic").id == member.id
     assert league.player(member).name == "champion:classic"
-    with pytest.raises(PlayerSpecError, match="there is no champion for 'pyludo'"):
-        league.add_external("champion:pyludo")
+    with pytest.raises(PlayerSpecError, match="there is no champion for 'quick'"):
+        league.add_external("champion:quick")
 
 
 def test_league_command_adds_a_champion(tmp_path):

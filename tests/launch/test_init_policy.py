@@ -18,8 +18,7 @@ from ludo_env.core import ACTION_SPACE, observation_space
 from policies.checkpoints import WEIGHTS, write_policy
 from policies.league.pool import MAIN
 from policies.modules import module_spec
-from tests.launch.configs import script_env, train_config
-from tests.launch.test_league_training import _flat
+from tests.launch.configs import flat_weights, script_env, train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,18 +44,18 @@ def test_main_starts_with_the_policys_weights_on_the_learner_and_every_env_runne
     policy = policy_of(train_config(*base), tmp_path / "init")
     cfg = train_config(*base, f"init={policy}", run_dir=str(tmp_path / "run"))
     evaluator = train.PanelEvaluator(cfg)
-    expected = _flat(evaluator.weights_of(policy))
+    expected = flat_weights(evaluator.weights_of(policy))
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     algo = build.build_algorithm_config(cfg).build_algo()
     try:
-        fresh = _flat(algo.learner_group.get_weights([MAIN])[MAIN])
+        fresh = flat_weights(algo.learner_group.get_weights([MAIN])[MAIN])
         assert any(not np.array_equal(fresh[k], expected[k]) for k in expected)  # the test can tell them apart
         assert train.start_from_policy(algo, cfg, evaluator) == policy
-        learner = _flat(algo.learner_group.get_weights([MAIN])[MAIN])
+        learner = flat_weights(algo.learner_group.get_weights([MAIN])[MAIN])
         runners = algo.env_runner_group.foreach_env_runner(lambda runner: runner.module[MAIN].get_state(),
                                                            local_env_runner=True)
         assert len(runners) == 2  # the local runner and the remote one
-        for copy in (learner, *map(_flat, runners)):
+        for copy in (learner, *map(flat_weights, runners)):
             assert expected.keys() <= copy.keys()  # the learner's DQN also holds its target networks
             for key in expected:
                 np.testing.assert_array_equal(copy[key], expected[key], err_msg=key)

@@ -44,7 +44,7 @@ def test_a_new_snapshot_holds_mains_weights_on_the_learner_every_env_runner_and_
     assert len(remote) == cfg.resources.env_runners
     member = league.slot_members()[int(module_id.rpartition("_")[2])]
     on_disk = flat_weights(evaluator.weights_of(league.policy_folder(member)))
-    for copy in (learner_copy, *map(_flat, remote), on_disk):
+    for copy in (learner_copy, *map(flat_weights, remote), on_disk):
         assert copy.keys() == frozen.keys()
         for key in frozen:
             np.testing.assert_array_equal(copy[key], frozen[key], err_msg=key)
