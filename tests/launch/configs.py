@@ -1,11 +1,14 @@
 """What training tests share: the config composed as `launch/train.py` composes it, and a run's outputs."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from omegaconf import OmegaConf
 
 from launch.cli import compose
@@ -65,3 +68,17 @@ def flat_weights(state) -> dict[str, np.ndarray]:
         else:
             out[key] = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
     return out
+
+
+def docs_reference_hook():
+    """``docs/hooks/reference.py``, the docs site's reference generator, as a module (loaded once per process);
+    the test is skipped without the docs extra, whose griffe it reads docstrings with."""
+    pytest.importorskip("griffe", reason="the reference generator reads docstrings with griffe (the docs extra)")
+    name = "docs_reference_hook"
+    if name not in sys.modules:
+        hook = Path(__file__).resolve().parents[2] / "docs" / "hooks" / "reference.py"
+        spec = importlib.util.spec_from_file_location(name, hook)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

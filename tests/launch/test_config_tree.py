@@ -9,9 +9,7 @@ list are all of their group's.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import re
-import sys
 import typing
 from pathlib import Path
 
@@ -19,10 +17,10 @@ import pytest
 import yaml
 
 import launch.training.schema as schema
+from tests.launch.configs import docs_reference_hook
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
-HOOK = ROOT / "docs" / "hooks" / "reference.py"
 BUNDLES = ("exp",)
 """Groups of ``# @package _global_`` files, added with ``+group=``: groups of the tree, not sections of the schema."""
 
@@ -103,12 +101,7 @@ def test_every_conf_choice_starts_with_a_description(group, choice):
 
 @pytest.fixture(scope="module")
 def reference():
-    pytest.importorskip("griffe", reason="the reference generator reads docstrings with griffe (the docs extra)")
-    spec = importlib.util.spec_from_file_location("docs_reference_hook", HOOK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return docs_reference_hook()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import importlib.util
 import os
 import subprocess
 import sys
@@ -21,9 +20,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from launch.cli import UserError, compose
+from tests.launch.configs import docs_reference_hook
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOK = ROOT / "docs" / "hooks" / "reference.py"
 
 
 def scripts(folder: str) -> list[str]:
@@ -54,12 +53,7 @@ def one_line(proc: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture(scope="module")
 def reference():
-    pytest.importorskip("griffe", reason="the reference generator reads docstrings with griffe (the docs extra)")
-    spec = importlib.util.spec_from_file_location("docs_reference_hook_one_way", HOOK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return docs_reference_hook()
 
 
 def configs_of(reference, script: str) -> list[tuple[str, type]]:
