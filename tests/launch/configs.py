@@ -35,17 +35,18 @@ def metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
 
 
-def kill_training_when(run_dir: Path, args: list[str], ready, timeout_s: float, what: str, poll_s: float = 0.05) -> None:
-    """Start ``launch/train.py *args`` in `run_dir`, wait until ``ready()`` holds, then SIGKILL it with everything
-    it started (its own process group: Ray's processes too). Fails with the run's stderr if it dies first, or
-    with "no <what> in time"."""
+def kill_training_when(run_dir: Path, args: list[str], ready, timeout_s: float, what: str, poll_s: float = 0.05,
+                       script: tuple[str, ...] = ("launch/train.py",)) -> None:
+    """Start ``launch/train.py *args`` (or `script`, ``("-m", "tests.launch.held_checkpoints")``) in `run_dir`,
+    wait until ``ready()`` holds, then SIGKILL it with everything it started (its own process group: Ray's
+    processes too). Fails with the run's stderr if it dies first, or with "no <what> in time"."""
     import signal
     import subprocess
     import sys
     import time
 
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "launch/train.py", *args, f"hydra.run.dir={run_dir}"], cwd=root,
+    proc = subprocess.Popen([sys.executable, *script, *args, f"hydra.run.dir={run_dir}"], cwd=root,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
                             start_new_session=True)
     deadline = time.monotonic() + timeout_s

@@ -207,9 +207,8 @@ def test_a_run_killed_while_a_checkpoint_is_written_in_the_background_resumes_fr
         tmp_path, env):
     run = tmp_path / "run"
     checkpoints = run / "checkpoints"
-    # A wide network: a checkpoint of tens of megabytes, still being written when training has gone on.
-    args = [*ARGS, "league.max_snapshots=0", "eval.every=0", "eval.final_games=0", "network.hidden=[2048,2048]",
-            "budget.iterations=30"]
+    # Each checkpoint is held as a temporary folder for a few seconds once written: training goes on meanwhile.
+    args = [*ARGS, "league.max_snapshots=0", "eval.every=0", "eval.final_games=0", "budget.iterations=30"]
 
     def under_way() -> bool:
         partial = [p for p in checkpoints.glob(".tmp-iter_*")] if checkpoints.is_dir() else []
@@ -218,7 +217,8 @@ def test_a_run_killed_while_a_checkpoint_is_written_in_the_background_resumes_fr
         writing = int(partial[0].name.split("_")[1].split("-")[0])
         return any(row["iteration"] > writing for row in metrics(run))  # trained on while it is written
 
-    kill_training_when(run, args, under_way, 400, "checkpoint written while training goes on", poll_s=0.01)
+    kill_training_when(run, args, under_way, 400, "checkpoint written while training goes on", poll_s=0.01,
+                       script=("-m", "tests.launch.held_checkpoints"))
     assert list(checkpoints.glob(".tmp-iter_*")), "the kill left no half-written checkpoint"
     complete = RunDir(run).checkpoint_dirs()
     for checkpoint in complete:
