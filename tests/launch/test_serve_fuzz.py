@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -55,33 +55,49 @@ def live_game() -> str:
                                                     "opponents": ["bot:random"]}).json()["id"]
 
 
-def check(case, live_game: str | None = None) -> None:
-    if live_game is not None and "game_id" in (case.path_parameters or {}):
-        case.path_parameters["game_id"] = live_game
-    case.call_and_validate(checks=CHECKS)
+def operations(schema) -> list:
+    """The schema's operations, one test each: plain pytest parameters, which pytest-xdist hands out like any
+    other test (schemathesis's own parametrize made items that xdist ran one of per test function)."""
+    return [result.ok() for result in schema.get_all_operations()]
 
 
-@api_schema.parametrize()
-@SHORT
-def test_the_api_answers_within_its_schema(case):
-    check(case)
+ALL = operations(api_schema)
+GAME = operations(api_schema.include(path_regex=r"^/api/games/\{game_id\}"))
 
 
-@api_schema.include(path_regex=r"^/api/games/\{game_id\}").parametrize()
-@SHORT
-def test_a_live_game_answers_within_its_schema(case, live_game):
-    check(case, live_game)
+def fuzz(operation, hypothesis_settings, live_game: str | None = None) -> None:
+    """Every case hypothesis draws from `operation`'s schema, called in-process and checked against the schema;
+    with `live_game`, a ``{game_id}`` in the path is that game."""
+    @hypothesis_settings
+    @given(case=operation.as_strategy())
+    def one(case):
+        if live_game is not None and "game_id" in (case.path_parameters or {}):
+            case.path_parameters["game_id"] = live_game
+        case.call_and_validate(checks=CHECKS)
+
+    one()
+
+
+@pytest.mark.parametrize("operation", ALL, ids=lambda operation: operation.label)
+def test_the_api_answers_within_its_schema(operation):
+    fuzz(operation, SHORT)
+
+
+@pytest.mark.parametrize("operation", GAME, ids=lambda operation: operation.label)
+def test_a_live_game_answers_within_its_schema(operation, live_game):
+    fuzz(operation, SHORT, live_game)
 
 
 @pytest.mark.slow
-@api_schema.parametrize()
-@LONG
-def test_the_api_answers_within_its_schema_long(case):
-    check(case)
+@pytest.mark.parametrize("operation", ALL, ids=lambda operation: operation.label)
+def test_the_api_answers_within_its_schema_long(operation):
+    fuzz(operation, LONG)
 
 
-@pytest.mark.slow
-@api_schema.include(path_regex=r"^/api/games/\{game_id\}").parametrize()
-@LONG
-def test_a_live_game_answers_within_its_schema_long(case, live_game):
-    check(case, live_game)
+def test_every_operation_of_the_app_is_fuzzed():
+    """The parameters above are every operation the app publishes: a route added later is fuzzed without a
+    change here, and none is lost on the way (an operation schemathesis could not read would be)."""
+    published = {(method.upper(), path) for path, methods in APP.openapi()["paths"].items() for method in methods}
+    assert len(published) >= 10
+    assert {(operation.method.upper(), operation.path) for operation in ALL} == published
+    assert GAME and all(operation.path.startswith("/api/games/{game_id}") for operation in GAME)
