@@ -1,4 +1,4 @@
-"""Faults of issue 29 met inside a tournament: a `py:` bot that hangs or prints, and games played in slices (so
+"""Faults met inside a tournament: a `py:` bot that hangs or prints, and games played in slices (so
 Ctrl-C is seen) being the same games as in one call. The bots below are loaded as ``py:`` players by name."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Faults of the disk and of saved state, tried as a user meets them (issue 14, part 2): each is one line on
+"""Faults of the disk and of saved state, tried as a user meets them: each is one line on
 stderr and exit 2, or the documented fallback, and leaves no file behind."""
 from __future__ import annotations
 

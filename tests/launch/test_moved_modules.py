@@ -1,7 +1,7 @@
-"""Run folders from before issue 30 still load: their checkpoints name training classes by the modules they sat in
-then (``launch.sampler``, ``launch.dqn_learner``, ``launch.replay``: RLlib pickles the EnvRunner and learner classes
-in ``class_and_ctor_args.pkl`` and keeps the replay buffer's class path in its config). `launch.MOVED` imports each
-old name as the moved module itself.
+"""Run folders from before the training modules moved to launch/training/ still load: their checkpoints name
+training classes by the modules they sat in then (``launch.sampler``, ``launch.dqn_learner``, ``launch.replay``:
+RLlib pickles the EnvRunner and learner classes in ``class_and_ctor_args.pkl`` and keeps the replay buffer's class
+path in its config). `launch.MOVED` imports each old name as the moved module itself.
 
 A resume of a whole run folder made before the move was run by hand when the modules moved (a 13 MB folder is no
 fixture to keep); these tests pin what such a resume needs: the old names unpickle to the very classes of today.
@@ -53,7 +53,7 @@ def test_an_old_name_imports_in_a_fresh_interpreter():
 
 
 BEFORE_THE_MOVE = "a40efcd"
-"""The last commit with the training modules in launch/ (issue 30 moved them to launch/training/)."""
+"""The last commit with the training modules in launch/ (they moved to launch/training/ after it)."""
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""``launch/train.py resume=`` (issue 29): it reads only pickles this user's runs signed, it writes into the folder
+"""``launch/train.py resume=``: it reads only pickles this user's runs signed, it writes into the folder
 it was pointed at, it refuses what would change main, and a damaged ``config.yaml`` is one line.
 
 One small PPO run is trained once (signed with a key of this test module's own, `launch.training.runs.KEY_ENV`);

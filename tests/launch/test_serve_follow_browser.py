@@ -1,4 +1,4 @@
-"""Following a game on launch/serve.py's play page (issue 32), in headless Chromium: a moved token walks its path
+"""Following a game on launch/serve.py's play page, in headless Chromium: a moved token walks its path
 square by square, the last move is marked, the die says whose roll it shows, a roll with no move is held up on
 the board, a forced move plays itself when the setting says so (and not otherwise), a banner ends the game, and
 with `prefers-reduced-motion: reduce` tokens are put in place without steps.

@@ -1,5 +1,5 @@
 """Training settings and inputs that cannot work are refused in one line before Ray starts and before a run
-folder exists (issue 29): numbers out of any sane range (``algo.lr=1e300``, NaN, infinity) in every float
+folder exists: numbers out of any sane range (``algo.lr=1e300``, NaN, infinity) in every float
 setting, an empty ``eval.panel``, an empty external spec, a record file that is not UTF-8.
 
 The settings are composed as the script composes them (`tests.launch.configs.train_config`); the rest runs the

@@ -1,4 +1,4 @@
-"""One bad agent fails alone (issue 29): a ``py:`` external member that raises mid-run is named in one warning
+"""One bad agent fails alone: a ``py:`` external member that raises mid-run is named in one warning
 line and dropped from the league, for good, and training goes on; a panel bot of the user's that raises ends the
 run in one line after a checkpoint.
 

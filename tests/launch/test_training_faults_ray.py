@@ -1,4 +1,4 @@
-"""After ``kill -9`` of a training driver nothing it started lives on for more than a few seconds (issue 29):
+"""After ``kill -9`` of a training driver nothing it started lives on for more than a few seconds:
 before `launch.training.watchdog`, Ray's DashboardAgent and RuntimeEnvAgent were still alive 20 s (and 82 s) later.
 
 Only the driver is killed, as a user's ``kill -9 <pid>`` or the OOM killer would; what is left is looked for in

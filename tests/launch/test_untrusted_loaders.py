@@ -1,4 +1,4 @@
-"""No command loads a user-supplied path through a pickle (issue 29).
+"""No command loads a user-supplied path through a pickle.
 
 Every loader that takes a path is handed a folder of crafted pickles (`tests.untrusted`: unpickled, they run
 ``touch <marker>``) as a user would give it on the command line. Each must refuse it in one line, and the

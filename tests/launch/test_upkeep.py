@@ -1,4 +1,4 @@
-"""Training never waits for the league (issue 41): panel evaluations and rating rounds play in a worker beside
+"""Training never waits for the league: panel evaluations and rating rounds play in a worker beside
 training, at the EnvRunners' niceness, and arrive late; checkpoints are written in the background from a copy;
 a background job that crashes is one warning line, three in a row stop the run after a checkpoint; a run killed
 in the middle of a background job resumes; a full disk leaves the previous checkpoint usable.

@@ -1,5 +1,5 @@
 """`launch.training.upkeep.BackgroundJob` without Ray: one job of a kind at a time, results taken up on the
-training path, a failure one warning line, three in a row a `UserError`, a `Stop` at once (issue 41). The jobs
+training path, a failure one warning line, three in a row a `UserError`, a `Stop` at once. The jobs
 run in the job's own thread, as a checkpoint does."""
 from __future__ import annotations
 

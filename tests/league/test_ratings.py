@@ -93,7 +93,7 @@ def league_rating(games, ratings):
 
 
 def test_a_learner_among_its_snapshots_is_ranked_by_noise_with_openskills_drift_and_first_with_shared_ranks():
-    """The flaw of issue 31: main, as good as the best of its snapshots, was placed mid-table. With openskill's
+    """An old flaw: main, as good as the best of its snapshots, was placed mid-table. With openskill's
     default tau every rating keeps sigma near 1.6 and mu wanders, so main's place among its near-equal snapshots
     is a draw; in the league's rating (no drift for frozen members, main widened each round) ranked by shared
     ranks, main is first, the member listed first is one of the strongest, and every bot is clearly below."""
