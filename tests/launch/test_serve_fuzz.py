@@ -94,6 +94,12 @@ def test_the_api_answers_within_its_schema_long(operation):
     fuzz(operation, LONG)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("operation", GAME, ids=lambda operation: operation.label)
+def test_a_live_game_answers_within_its_schema_long(operation, live_game):
+    fuzz(operation, LONG, live_game)
+
+
 def test_every_operation_of_the_app_is_fuzzed():
     """The parameters above are every operation the app publishes: a route added later is fuzzed without a
     change here, and none is lost on the way (an operation schemathesis could not read would be)."""
