@@ -251,6 +251,15 @@ def hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
+def segment_time(segment: dict[str, Any]) -> str:
+    """A segment's training time, and its wall time when every start of the segment recorded it: a driver killed
+    outright records none for its start, though the run's checkpoints keep the training time."""
+    training = f"{hours(segment['training_s'])} training"
+    if segment["wall_s"] >= segment["training_s"]:
+        return f"{training}, {hours(segment['wall_s'])} wall"
+    return f"{training}, wall not recorded in full (a driver was killed)"
+
+
 def percent(cell: dict[str, Any] | None) -> str:
     if not cell:
         return "to be measured"
@@ -268,7 +277,7 @@ def table(results: dict[str, Any]) -> str:
     for variant, rows in by_variant.items():
         lines += [f"\n{variant}: greedy main of the default `+exp=ppo_selfplay` run, 1 against 3\n",
                   "| env steps | seed | " + " | ".join(f"vs 3 {bot}" for bot in STRENGTH_PANEL)
-                  + " | cross-play vs its run's reference (parity 25%) | segment wall time | env steps/s |",
+                  + " | cross-play vs its run's reference (parity 25%) | segment | env steps/s trained |",
                   "| --- |" + " --- |" * (len(STRENGTH_PANEL) + 4)]
         for steps, seed, kept in sorted(rows, key=lambda r: (r[0], r[1])):
             cross = kept.get(CROSS_PLAY)
@@ -280,16 +289,20 @@ def table(results: dict[str, Any]) -> str:
             segment = kept["segment"]
             lines.append(f"| {steps_text(kept['env_steps'])} ({steps_label(steps)}) | {seed} | "
                          + " | ".join(percent((kept.get("panel") or {}).get(bot)) for bot in STRENGTH_PANEL)
-                         + f" | {cross_text} | {hours(segment['wall_s'])} "
-                         f"({steps_text(segment['env_steps'])} steps) | {segment['env_steps_per_s']:,.0f} |")
+                         + f" | {cross_text} | {steps_text(segment['env_steps'])} env steps, {segment_time(segment)} "
+                         f"| {segment['env_steps_per_s']:,.0f} |")
         totals = {}
         for record in results["runs"].values():
             if record["variant"] == variant and record["milestones"]:
                 last = max(record["milestones"].values(), key=lambda k: k["env_steps"])
-                wall = sum(k["segment"]["wall_s"] for k in record["milestones"].values())
-                totals[record["seed"]] = (last["env_steps"], wall)
-        lines.append("\n" + "; ".join(f"seed {seed}: {steps_text(steps)} env steps in {hours(wall)} of wall time"
-                                      for seed, (steps, wall) in sorted(totals.items())))
+                segments = [k["segment"] for k in record["milestones"].values()]
+                whole = {"training_s": sum(s["training_s"] for s in segments),
+                         "wall_s": sum(s["wall_s"] for s in segments)}
+                if any(s["wall_s"] < s["training_s"] for s in segments):
+                    whole["wall_s"] = 0.0
+                totals[record["seed"]] = (last["env_steps"], whole)
+        lines.append("\n" + "; ".join(f"seed {seed}: {steps_text(steps)} env steps in {segment_time(whole)}"
+                                      for seed, (steps, whole) in sorted(totals.items())))
     return "\n".join(lines).strip() + "\n"
 
 

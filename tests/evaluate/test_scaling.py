@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.scaling import RESULTS, Run, env_steps, load_results, only_driver, steps_label, train
+from benchmarks.scaling import RESULTS, Run, env_steps, load_results, only_driver, steps_label, table, train
 from launch.cli import UserError
 from launch.training.runs import RUN_STATE, RunState, trained_env_steps
 from ludo_env.rules import Rules
@@ -119,6 +119,21 @@ def test_a_segment_that_ended_before_its_milestone_was_kept_is_kept_without_trai
     assert sorted(p.name for p in folder.iterdir()) == ["policy", RUN_STATE]
     assert trained_env_steps(folder) == 2048  # what levers.py reads to compare mains at equal env steps
     assert json.loads((tmp_path / RESULTS).read_text())["runs"]["pyludo_s0"]["milestones"]["2048"]["env_steps"] == 2048
+
+
+def test_the_table_gives_training_time_always_and_wall_time_only_where_every_start_recorded_it():
+    def kept(env_steps, training_s, wall_s):
+        return {"env_steps": env_steps, "segment": {"from_env_steps": 0, "env_steps": env_steps, "wall_s": wall_s,
+                                                    "training_s": training_s, "env_steps_per_s": env_steps / training_s}}
+
+    results = {"runs": {"pyludo_s0": {"variant": "pyludo", "seed": 0, "milestones": {
+        "2000000": kept(2_000_000, 240.0, 300.0),
+        "4000000": kept(2_000_000, 240.0, 0.0)}}}}  # its driver was killed: the start's wall time never written
+    text = table(results)
+    assert "| 2.00M env steps, 4 min training, 5 min wall | 8,333 |" in text
+    assert "| 2.00M env steps, 4 min training, wall not recorded in full (a driver was killed) | 8,333 |" in text
+    assert text.rstrip().endswith("seed 0: 2.00M env steps in 8 min training, wall not recorded in full "
+                                  "(a driver was killed)")
 
 
 def test_a_milestone_the_run_passed_without_keeping_it_is_left_out(tmp_path, capsys):
