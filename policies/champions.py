@@ -23,8 +23,8 @@ SHIPPED_POLICIES = Path(__file__).resolve().parents[1] / "benchmarks" / "policie
 """Where the shipped policies live (a git checkout's ``benchmarks/policies/``)."""
 
 CHAMPIONS: dict[str, str] = {
-    "classic": "ppo_token_set",  # 8M env steps of +exp=ppo_selfplay (benchmarks/policies/README.md)
-    "pyludo": "ppo_pyludo",  # 16M env steps of +exp=ppo_selfplay variant=pyludo (benchmarks/scaling.py)
+    "classic": "ppo_classic",  # 64M env steps of +exp=ppo_selfplay variant=classic (benchmarks/scaling.py)
+    "pyludo": "ppo_pyludo",  # 64M env steps of +exp=ppo_selfplay variant=pyludo (benchmarks/scaling.py)
 }
 """Rule set -> the champion's folder, relative to `SHIPPED_POLICIES`."""
 

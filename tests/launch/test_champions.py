@@ -27,14 +27,14 @@ MISFIT = ("player 'champion:classic' was trained for 4-player classic, this game
 
 def test_the_registry_names_shipped_policy_folders():
     assert champion_specs() == [f"champion:{variant}" for variant in CHAMPIONS]
-    assert champion_folder("champion:classic") == SHIPPED_POLICIES / "ppo_token_set"
+    assert champion_folder("champion:classic") == SHIPPED_POLICIES / "ppo_classic"
     for variant in CHAMPIONS:  # each champion was trained for its own rule set
         assert make_player(f"champion:{variant}").trained_for[0] == variant
 
 
 def test_a_champion_plays_as_its_policy_folder_under_its_own_name():
     champion = make_player("champion:classic")
-    folder = make_player(f"ckpt:{SHIPPED_POLICIES / 'ppo_token_set'}")
+    folder = make_player(f"ckpt:{SHIPPED_POLICIES / 'ppo_classic'}")
     assert champion.name == "champion:classic" and champion.trained_for == ("classic", 4)
     result = play_tournament(["champion:classic", "random", "random", "random"], 40, "classic", seed=3, rate=False)
     again = play_tournament([folder, "random", "random", "random"], 40, "classic", seed=3, rate=False)
@@ -42,7 +42,7 @@ def test_a_champion_plays_as_its_policy_folder_under_its_own_name():
     assert np.array_equal(result.places, again.places)
 
 
-@pytest.mark.parametrize("spec", ["champion:quick", "champion:", "champion:../ppo_token_set"])
+@pytest.mark.parametrize("spec", ["champion:quick", "champion:", "champion:../ppo_classic"])
 def test_a_rule_set_without_a_champion_is_one_line_listing_those_there_are(spec):
     with pytest.raises(PlayerSpecError) as err:
         make_player(spec)
