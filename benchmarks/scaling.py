@@ -253,7 +253,7 @@ def hours(seconds: float) -> str:
 
 def segment_time(segment: dict[str, Any]) -> str:
     """A segment's training time (the run's checkpoints keep it), and its wall time unless that is shorter: a driver
-    killed outright records no wall time for its start, so a wall time under the training time is a part."""
+    killed outright records no wall time for its start, so a wall time under the training time covers part of it."""
     training = f"{hours(segment['training_s'])} training"
     if segment["wall_s"] >= segment["training_s"]:
         return f"{training}, {hours(segment['wall_s'])} wall"
