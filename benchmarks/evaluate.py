@@ -46,11 +46,11 @@ os.environ["NUMBA_NUM_THREADS"] = "1"
 from launch.cli import OneLineParser, fail, input_errors, positive  # noqa: E402
 from ludo_env.engine import compile_rules, new_batch, play_random  # noqa: E402
 from ludo_env.rules import Rules  # noqa: E402
+from policies.champions import SHIPPED_POLICIES  # noqa: E402
 from policies.tournament import available_cores, play_tournament  # noqa: E402
 
 PLAYERS = ["hybrid", "random", "random", "random"]
 TARGET_GAMES_PER_S = 10_000
-SHIPPED_POLICIES = Path(__file__).resolve().parent / "policies"
 POLICY_TARGET_GAMES_PER_S = 5_000
 POLICY_SCALING_TOLERANCE = 0.20
 

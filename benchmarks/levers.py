@@ -90,6 +90,10 @@ LEVERS: dict[str, Lever] = {
     "batch_growth": Lever("train batch 16,384 for the first half of the env steps, 65,536 for the second (a resume "
                           "with the larger batch: RLlib takes a new batch size only at a restart)",
                           later=((0.5, ("algo.train_batch_size=65536",)),)),
+    # the return main learns (conf/reward, the discount): a game is about 56 of main's decisions
+    "discount_0997": Lever("discount 0.997 instead of 0.99, the shaping's with it (a win 56 decisions away is worth "
+                           "0.85 of one now, not 0.57)", ("algo.gamma=0.997", "reward.gamma=0.997")),
+    "sparse_reward": Lever("end pay alone, without the progress-lead shaping", ("reward=sparse",)),
     # search at play time over main's own policy and critic (policies/search.py, policies/mcts.py)
     "expectimax_policy_d1": Lever("expectimax looking at one reply, the other seats moving by main's policy "
                                   "probabilities (the expectation under the policy), main's critic at the leaves",

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import abc
 import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -56,7 +55,7 @@ from launch.training.runs import (
     budget_spent,
     eval_suffix,
     panel_score,
-    stop_on_sigterm,
+    StopSignals,
     stopped_status,
     write_json,
 )
@@ -174,47 +173,48 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
         saved = trainer.save(state)
     print(f"run folder: {run_dir.path}  ({about}; wandb {logger.mode})", flush=True)
 
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop saves, like Ctrl-C
     started = time.perf_counter() - state.elapsed_s
     saved_at = state.iteration if saved is not None else None
-    try:
-        while not trainer.budget_spent(state):
-            trainer.advance(state)
-            state.elapsed_s = time.perf_counter() - started
-            report = trainer.report(state)
-            if report is not None:
-                new_best = keep_best(trainer, state, report.evaluated)
-                run_dir.append_metrics(report.row)
-                logger.log(report.raw, report.row, report.ranking)
-                if cfg.progress:
-                    print(report.line + eval_suffix(state.evaluations) + (" | new best" if new_best else ""),
-                          flush=True)
-            if trainer.budget_spent(state):
-                saved, saved_at = save(trainer, state), state.iteration
-            elif trainer.save_every and state.iteration % trainer.save_every == 0:
-                saved, saved_at = trainer.checkpoint(state), state.iteration
-    except UserError as err:  # an agent that fails mid-run (a panel bot of the user's): keep what was trained
-        state.elapsed_s = time.perf_counter() - started
-        saved = None if isinstance(err, SaveFailed) else saved_when_stopping(trainer, state)
-        logger.finish()
-        trainer.close()
-        raise UserError(stopped_after(err, trainer, state, saved)) from None
-    except KeyboardInterrupt as stop:
-        print(f"\nstopped at {trainer.unit} {state.iteration}: saving {trainer.saves}", flush=True)
-        state.elapsed_s = time.perf_counter() - started
+    with StopSignals() as stops:  # Ctrl-C and a scheduler's stop (SIGTERM) save and say how to resume
         try:
-            saved = save(trainer, state)
-        except SaveFailed:
+            while not trainer.budget_spent(state):
+                trainer.advance(state)
+                state.elapsed_s = time.perf_counter() - started
+                report = trainer.report(state)
+                if report is not None:
+                    new_best = keep_best(trainer, state, report.evaluated)
+                    run_dir.append_metrics(report.row)
+                    logger.log(report.raw, report.row, report.ranking)
+                    if cfg.progress:
+                        print(report.line + eval_suffix(state.evaluations) + (" | new best" if new_best else ""),
+                              flush=True)
+                if trainer.budget_spent(state):
+                    saved, saved_at = save(trainer, state), state.iteration
+                elif trainer.save_every and state.iteration % trainer.save_every == 0:
+                    saved, saved_at = trainer.checkpoint(state), state.iteration
+                stops.raise_pending()  # a stop signal that library code on the step's path swallowed
+        except UserError as err:  # an agent that fails mid-run (a panel bot of the user's): keep what was trained
+            state.elapsed_s = time.perf_counter() - started
+            saved = None if isinstance(err, SaveFailed) else saved_when_stopping(trainer, state)
             logger.finish()
             trainer.close()
-            raise
-        if trainer.resumable:
-            print(f"resume with: python launch/train.py resume={run_dir.path}", flush=True)
-        else:
-            print(f"saved: {saved}", flush=True)
-        logger.finish()
-        trainer.close()
-        raise SystemExit(stopped_status(stop))  # saved; the status still says the run was stopped, not done
+            raise UserError(stopped_after(err, trainer, state, saved)) from None
+        except KeyboardInterrupt as stop:
+            print(f"\nstopped at {trainer.unit} {state.iteration}: saving {trainer.saves}", flush=True)
+            state.elapsed_s = time.perf_counter() - started
+            try:
+                saved = save(trainer, state)
+            except SaveFailed:
+                logger.finish()
+                trainer.close()
+                raise
+            if trainer.resumable:
+                print(f"resume with: python launch/train.py resume={run_dir.path}", flush=True)
+            else:
+                print(f"saved: {saved}", flush=True)
+            logger.finish()
+            trainer.close()
+            raise SystemExit(stopped_status(stop))  # saved; the status still says the run was stopped, not done
     if saved_at != state.iteration or saved is None:
         saved = save(trainer, state)
 

@@ -858,9 +858,55 @@ class Terminated(KeyboardInterrupt):
     """A scheduler's stop (SIGTERM), taking the Ctrl-C path; the exit status then says which it was."""
 
 
-def stop_on_sigterm(signum, frame) -> None:
-    """SIGTERM handler: a scheduler's stop takes the Ctrl-C path, which saves before exiting."""
-    raise Terminated
+class StopSignals:
+    """Ctrl-C (SIGINT) and a scheduler's stop (SIGTERM) for a run loop in the main thread, which must not lose one.
+
+    Inside ``with StopSignals() as stops:`` each signal raises at once wherever the main thread is:
+    KeyboardInterrupt, or `Terminated` for SIGTERM (a scheduler's stop takes the Ctrl-C path, which saves). Our
+    handler is installed even where SIGINT was inherited ignored (a command started with ``cmd &``). Library code on
+    the main thread's path can still lose the exception: a broad ``except`` that goes on, or a handler of its own
+    that defers the signal and drops it (Ray's around a task's submission, when the submission raises). So every
+    signal is also written to Python's wakeup fd, which the interpreter's C-level handler does whichever Python
+    handler is installed at that moment, and `raise_pending` at a step's end raises a signal that has not stopped
+    the loop by then. The previous handlers and wakeup fd come back on leaving."""
+
+    def __enter__(self) -> "StopSignals":
+        import signal
+
+        self._read, self._write = os.pipe()
+        for fd in (self._read, self._write):
+            os.set_blocking(fd, False)  # the interpreter writes the wakeup fd from its signal handler
+        self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        self._previous = {sig: signal.signal(sig, self._raise) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(self._previous_fd)
+        os.close(self._read)
+        os.close(self._write)
+
+    @staticmethod
+    def _raise(signum, frame) -> None:
+        import signal
+
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    def raise_pending(self) -> None:
+        """Raise the first stop signal received since the last call, if any. A signal whose exception reached the
+        loop is not seen again: the loop's stop path never calls this."""
+        import signal
+
+        try:
+            received = os.read(self._read, 4096)
+        except BlockingIOError:
+            return
+        stops = [sig for sig in received if sig in (signal.SIGINT, signal.SIGTERM)]
+        if stops:
+            self._raise(stops[0], None)
 
 
 def stopped_status(err: KeyboardInterrupt) -> int:

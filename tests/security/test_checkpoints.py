@@ -143,5 +143,5 @@ def test_ctrl_c_on_a_training_run_saves_and_exits_130(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, (proc.returncode, err[-3000:])
+    assert proc.returncode == 130, (proc.returncode, out[-2000:], err[-3000:])
     assert "resume with: python launch/train.py resume=" in out and RunDir(tmp_path / "run").checkpoint_dirs()
