@@ -94,6 +94,9 @@ LEVERS: dict[str, Lever] = {
     "discount_0997": Lever("discount 0.997 instead of 0.99, the shaping's with it (a win 56 decisions away is worth "
                            "0.85 of one now, not 0.57)", ("algo.gamma=0.997", "reward.gamma=0.997")),
     "sparse_reward": Lever("end pay alone, without the progress-lead shaping", ("reward=sparse",)),
+    # what main sees (conf/obs)
+    "egocentric_obs": Lever("the board in the mover's frame (176 floats) instead of each move's afterstate",
+                            ("obs=egocentric",)),
     # search at play time over main's own policy and critic (policies/search.py, policies/mcts.py)
     "expectimax_policy_d1": Lever("expectimax looking at one reply, the other seats moving by main's policy "
                                   "probabilities (the expectation under the policy), main's critic at the leaves",
