@@ -63,6 +63,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -587,8 +588,6 @@ def stop_leftovers(run: RunDir) -> list[int]:
     and more, retrying a GCS that died with it) or of the run's wandb folder (wandb's service). Nothing when that
     driver still runs. Defunct (zombie) workers are not processes to stop: their parent reaps them. Returns the
     pids stopped."""
-    import signal
-
     try:
         session = json.loads((run.path / RAY_SESSION).read_text())
     except (OSError, ValueError):
@@ -679,7 +678,6 @@ def train_to_env_steps(run: Path, env_steps: int, first_start: Sequence[str], lo
     stops, then KeyboardInterrupt is raised here. If this process dies without a word (kill -9), Linux sends the
     training SIGTERM all the same (``PR_SET_PDEATHSIG``), so no training goes on unattended beside a later one in
     the same run folder."""
-    import signal
     import subprocess
     import sys
     import time
@@ -733,7 +731,6 @@ def _stopped_with_parent():
     looked up here, before the fork, so the child only makes one system call before it runs the command."""
     import ctypes
     import ctypes.util
-    import signal
     import sys
 
     name = ctypes.util.find_library("c")
@@ -871,8 +868,6 @@ class StopSignals:
     the loop by then. The previous handlers and wakeup fd come back on leaving."""
 
     def __enter__(self) -> "StopSignals":
-        import signal
-
         self._read, self._write = os.pipe()
         for fd in (self._read, self._write):
             os.set_blocking(fd, False)  # the interpreter writes the wakeup fd from its signal handler
@@ -881,8 +876,6 @@ class StopSignals:
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         signal.set_wakeup_fd(self._previous_fd)
@@ -891,15 +884,11 @@ class StopSignals:
 
     @staticmethod
     def _raise(signum, frame) -> None:
-        import signal
-
         raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
     def raise_pending(self) -> None:
         """Raise the first stop signal received since the last call, if any. A signal whose exception reached the
         loop is not seen again: the loop's stop path never calls this."""
-        import signal
-
         try:
             received = os.read(self._read, 4096)
         except BlockingIOError:
@@ -912,8 +901,6 @@ class StopSignals:
 def stopped_status(err: KeyboardInterrupt) -> int:
     """The exit status of a run stopped by `err` once it has saved: 130 for Ctrl-C, 143 for SIGTERM, as a shell
     reports a process those signals ended."""
-    import signal
-
     return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
 
 
