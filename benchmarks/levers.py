@@ -97,6 +97,8 @@ LEVERS: dict[str, Lever] = {
     # what main sees (conf/obs)
     "egocentric_obs": Lever("the board in the mover's frame (176 floats) instead of each move's afterstate",
                             ("obs=egocentric",)),
+    "afterstates_board_obs": Lever("each move's afterstate and the board in the mover's frame side by side (626 "
+                                   "floats: every opponent token its own block)", ("obs=afterstates_board",)),
     # search at play time over main's own policy and critic (policies/search.py, policies/mcts.py)
     "expectimax_policy_d1": Lever("expectimax looking at one reply, the other seats moving by main's policy "
                                   "probabilities (the expectation under the policy), main's critic at the leaves",

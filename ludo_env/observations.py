@@ -64,10 +64,19 @@ names every column.
     position now (`ludo_env.afterstate_observation`, which documents every
     column).
 
+``afterstates_board`` (626 floats): ``afterstates`` and ``egocentric`` side by
+    side, so a network sees both what each move leads to (aggregates per seat)
+    and where every token stands (each opponent token its own block). Columns
+    0-449 are ``afterstates``'; 450-625 are ``egocentric``'s, renamed so that
+    the per-token blocks stay blocks: ``own{t}.<f>`` becomes
+    ``own{t}.board.<f>``, the opponent blocks keep their names, and the
+    globals become ``board.<f>``. The die one-hot and the legal flag appear
+    in both halves.
+
 Token layout: `token_layout(name)` says which columns belong to each of the
 mover's tokens, to each opponent token and to the global features, for the
 encoders built of per-token blocks (`TOKEN_ENCODERS`: egocentric,
-seed001_flags60 and afterstates); it reads the blocks off `feature_names` (``own{t}.<feature>``,
+seed001_flags60, afterstates and afterstates_board); it reads the blocks off `feature_names` (``own{t}.<feature>``,
 ``opp{r}.tok{t}.<feature>``), so it cannot drift from the encoder. The
 token-set network (`policies.networks`) is built on it.
 
@@ -114,6 +123,9 @@ from ludo_env.rules import DIE_FACES, MAX_PLAYERS, MAX_TOKENS
 
 OWN_FEATURES, OPP_FEATURES, GLOBAL_FEATURES = 16, 8, 16
 STRIKE_RANGE = DIE_FACES  # one roll
+# Feature names of per-token blocks (`token_layout`).
+_OWN_COLUMN = re.compile(r"own(\d+)\.(.+)")
+_OPPONENT_COLUMN = re.compile(r"opp(\d+)\.tok(\d+)\.(.+)")
 
 
 class UnknownEncoderError(ValueError):
@@ -352,6 +364,16 @@ def _flags60(state, tab, view, mask, out):
             out[at + 11] = 1.0
 
 
+# ------------------------------------------------------ afterstates + board
+EGOCENTRIC_SIZE = MAX_TOKENS * OWN_FEATURES + (MAX_PLAYERS - 1) * MAX_TOKENS * OPP_FEATURES + GLOBAL_FEATURES
+
+
+@kernel
+def _afterstates_board(state, tab, view, mask, out):
+    afterstates_kernel(state, tab, view, mask, out[:AFTERSTATES_SIZE])
+    _egocentric(state, tab, view, mask, out[AFTERSTATES_SIZE:])
+
+
 # ------------------------------------------------------------ feature names
 def _egocentric_names() -> list[str]:
     own = ["in_base", "on_track", "in_column", "finished", "progress", "on_safe", "danger", "legal",
@@ -363,6 +385,15 @@ def _egocentric_names() -> list[str]:
     names += [f"die_{d}" for d in range(1, DIE_FACES + 1)]
     names += [f"finished_row{r}" for r in range(MAX_PLAYERS)] + [f"playing_row{r}" for r in range(MAX_PLAYERS)]
     return names + ["sixes_in_row", "progress_lead"]
+
+
+def _afterstates_board_names() -> list[str]:
+    def board(name: str) -> str:
+        if m := _OWN_COLUMN.fullmatch(name):
+            return f"own{m[1]}.board.{m[2]}"
+        return name if _OPPONENT_COLUMN.fullmatch(name) else f"board.{name}"
+
+    return afterstate_names() + [board(name) for name in _egocentric_names()]
 
 
 def _raw62_names() -> list[str]:
@@ -410,12 +441,13 @@ class Encoder:
 
 
 REGISTRY: dict[str, Encoder] = {e.name: e for e in (
-    Encoder("egocentric", MAX_TOKENS * OWN_FEATURES + (MAX_PLAYERS - 1) * MAX_TOKENS * OPP_FEATURES
-            + GLOBAL_FEATURES, _egocentric, tuple(_egocentric_names()), token_blocks=True),
+    Encoder("egocentric", EGOCENTRIC_SIZE, _egocentric, tuple(_egocentric_names()), token_blocks=True),
     Encoder("seed000_raw62", 62, _raw62, tuple(_raw62_names()), token_blocks=False),
     Encoder("seed000_enc128", 128, _enc128, tuple(_enc128_names()), token_blocks=False),
     Encoder("seed001_flags60", 60, _flags60, tuple(_flags60_names()), token_blocks=True),
     Encoder("afterstates", AFTERSTATES_SIZE, afterstates_kernel, tuple(afterstate_names()), token_blocks=True),
+    Encoder("afterstates_board", AFTERSTATES_SIZE + EGOCENTRIC_SIZE, _afterstates_board,
+            tuple(_afterstates_board_names()), token_blocks=True),
 )}
 ENCODERS = tuple(REGISTRY)
 OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
@@ -424,8 +456,8 @@ OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
 TOKEN_ENCODERS = tuple(name for name, e in REGISTRY.items() if e.token_blocks)
 # The numba dispatch below switches on these ids (numba cannot call a kernel picked from a Python dict).
 _ID = {name: i for i, name in enumerate(ENCODERS)}
-EGOCENTRIC, RAW62, ENC128, FLAGS60, AFTERSTATES = (_ID[n] for n in (
-    "egocentric", "seed000_raw62", "seed000_enc128", "seed001_flags60", "afterstates"))
+EGOCENTRIC, RAW62, ENC128, FLAGS60, AFTERSTATES, AFTERSTATES_BOARD = (_ID[n] for n in (
+    "egocentric", "seed000_raw62", "seed000_enc128", "seed001_flags60", "afterstates", "afterstates_board"))
 
 
 def encoder(name: str) -> Encoder:
@@ -469,6 +501,8 @@ def _encode_batch(encoder_id, states, tab, out):
             _flags60(states[b], tab, view, mask, out[b])
         elif encoder_id == AFTERSTATES:
             afterstates_kernel(states[b], tab, view, mask, out[b])
+        elif encoder_id == AFTERSTATES_BOARD:
+            _afterstates_board(states[b], tab, view, mask, out[b])
         else:  # registered but not wired in here: fail, never encode as another encoder
             raise ValueError("observation encoder registered without a branch in _encode_batch")
 
@@ -484,10 +518,6 @@ def encode(name: str, states: np.ndarray, tab: np.ndarray, out: np.ndarray | Non
 
 
 # ------------------------------------------------------------------- tokens
-_OWN_COLUMN = re.compile(r"own(\d+)\.(.+)")
-_OPPONENT_COLUMN = re.compile(r"opp(\d+)\.tok(\d+)\.(.+)")
-
-
 @dataclass(frozen=True)
 class TokenLayout:
     """Where an encoder's per-token blocks and global features lie (column indices into its features)."""

@@ -37,7 +37,7 @@ The four kinds
     for the paper's exact outputs.
 ``token_set``
     Ours, on an encoder with per-token blocks (`ludo_env.observations.token_layout`:
-    egocentric, seed001_flags60, afterstates):
+    egocentric, seed001_flags60, afterstates, afterstates_board):
 
     * a shared per-token MLP (``token_hidden``) encodes each own token's block, and a second
       one each opponent token's block;

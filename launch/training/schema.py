@@ -15,7 +15,7 @@ Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.p
 | group | schema | choices |
 | --- | --- | --- |
 | variant | `VariantConfig` (= `ludo_env.rules.Rules`) | classic, pyludo, quick, ucsd |
-| obs | `ObsConfig` | afterstates, egocentric, seed000_enc128, seed000_raw62, seed001_flags60 |
+| obs | `ObsConfig` | afterstates, afterstates_board, egocentric, seed000_enc128, seed000_raw62, seed001_flags60 |
 | reward | `RewardSchema` (= `ludo_env.rewards.RewardConfig`) | potential, seed000_dense, sparse |
 | network | `NetworkSchema` (= `policies.networks.NetworkConfig`) | mlp, seed000_qnet, seed001_ann, token_set, token_set_2x, token_set_4x, token_set_deep |
 | algo | each algorithm's settings class (`launch.training.algorithms`) | dqn, ga, imitate, ppo, ppo_smoke, td_lambda |
@@ -92,8 +92,8 @@ NetworkSchema = _editable_copy(NetworkConfig, "NetworkSchema")
 @dataclass
 class ObsConfig:
     name: str = "egocentric"
-    """Observation encoder (`ludo_env.observations.REGISTRY`): afterstates, egocentric, seed000_enc128, seed000_raw62,
-    seed001_flags60."""
+    """Observation encoder (`ludo_env.observations.REGISTRY`): afterstates, afterstates_board, egocentric,
+    seed000_enc128, seed000_raw62, seed001_flags60."""
 
 
 def league_config(settings: type) -> type:

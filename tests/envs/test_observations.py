@@ -19,6 +19,7 @@ from ludo_env.observations import (
     encode,
     feature_names,
     obs_dim,
+    token_layout,
 )
 from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS, Rules
 from tests.positions import position, square_progress
@@ -102,6 +103,30 @@ def test_egocentric_danger_is_the_chance_of_a_hit_next_roll():
     f = features("egocentric", one, 3)
     assert f["own0.danger_after"] == 0 and f["own0.ends_safe"] == 1 and f["own0.gap_behind"] == pytest.approx(3 / 52)
     assert f["opp1.tok0.threatens"] == 1 and f["die_3"] == 1 and f["own0.legal"] == 1 and f["own1.in_base"] == 1
+
+
+def test_afterstates_board_is_afterstates_then_egocentric():
+    _, tab, states = mid_game_states("pyludo", 5, 100, games=32)
+    both = encode("afterstates_board", states, tab)
+    np.testing.assert_array_equal(both[:, : OBS_DIMS["afterstates"]], encode("afterstates", states, tab))
+    np.testing.assert_array_equal(both[:, OBS_DIMS["afterstates"] :], encode("egocentric", states, tab))
+    assert feature_names("afterstates_board")[: OBS_DIMS["afterstates"]] == feature_names("afterstates")
+
+
+def test_afterstates_board_keeps_every_token_block_of_both_halves():
+    layout, afterstates, egocentric = (token_layout(n) for n in ("afterstates_board", "afterstates", "egocentric"))
+    assert layout.own_features == afterstates.own_features + tuple(f"board.{f}" for f in egocentric.own_features)
+    assert layout.opponents == tuple(tuple(c + OBS_DIMS["afterstates"] for c in block) for block in egocentric.opponents)
+    assert layout.opponent_features == egocentric.opponent_features
+    assert len(layout.globals) == len(afterstates.globals) + len(egocentric.globals)
+
+
+def test_afterstates_board_reads_a_threat_in_both_halves():
+    one = [[5, B, B, B], [square_progress(CLASSIC, 1, 3), B, B, B], [B] * 4, [B] * 4]
+    f = features("afterstates_board", one, 1)
+    assert f["own0.board.danger"] == pytest.approx(1 / 6) and f["opp1.tok0.threatens"] == 1
+    assert f["now.row0.threatened"] == pytest.approx(1 / 4) and f["own0.legal"] == 1 == f["own0.board.legal"]
+    assert f["board.die_1"] == 1 == f["die1"]
 
 
 def test_enc128_counts_threats_on_the_real_board():

@@ -296,7 +296,7 @@ def test_token_set_on_an_encoder_without_token_blocks_names_the_ones_with():
         build("dqn", "token_set", obs="seed000_raw62")
     assert str(error.value) == (
         "network.kind='token_set' needs an encoder with per-token blocks: obs='seed000_raw62' has none; "
-        "choose egocentric, seed001_flags60 or afterstates"
+        "choose egocentric, seed001_flags60, afterstates or afterstates_board"
     )
 
 
