@@ -116,7 +116,8 @@ def test_afterstates_board_is_afterstates_then_egocentric():
 def test_afterstates_board_keeps_every_token_block_of_both_halves():
     layout, afterstates, egocentric = (token_layout(n) for n in ("afterstates_board", "afterstates", "egocentric"))
     assert layout.own_features == afterstates.own_features + tuple(f"board.{f}" for f in egocentric.own_features)
-    assert layout.opponents == tuple(tuple(c + OBS_DIMS["afterstates"] for c in block) for block in egocentric.opponents)
+    shift = OBS_DIMS["afterstates"]
+    assert layout.opponents == tuple(tuple(c + shift for c in block) for block in egocentric.opponents)
     assert layout.opponent_features == egocentric.opponent_features
     assert len(layout.globals) == len(afterstates.globals) + len(egocentric.globals)
 

@@ -145,7 +145,7 @@ def test_a_training_lever_trains_its_main_in_segments_to_the_steps_and_resumes(t
     done = subprocess.run([sys.executable, "benchmarks/levers.py", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    run = out / "runs" / "batch_growth_s0"
+    run = out / "runs" / "batch_growth_classic_s0"
     steps = [row["env_steps"] for row in metrics(run)]
     per_iteration = [b - a for a, b in zip([0, *steps], steps)]
     # the default batch up to half the steps, then the lever's, on a resume of the same run
