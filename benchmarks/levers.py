@@ -14,7 +14,8 @@ milestone at the candidate's env steps, ``benchmarks/scaling.py``). The candidat
                      lever's overrides, trained to the reference's env steps (``budget.minutes=0``) in
                      ``<out>/runs/<lever>_<variant>_s<seed>`` (resumable: a rerun resumes or skips it); a lever
                      whose overrides change at a share of the steps trains in segments, each a resume of the same
-                     run (the batch size lever). Without ``--train``, ``--candidate`` names the run trained with them.
+                     run (the batch size lever). Without ``--train``, ``--candidate`` names the run trained with
+                     them.
   a search lever     ``--lever NAME``: a look-ahead player over the reference main's own policy and critic
                      (``search:<reference>?...``, ``mcts:<reference>?...``), so at the same env steps by construction.
   any player spec    ``--candidate SPEC --label NAME``.
@@ -161,9 +162,15 @@ def check_equal_steps(reference: int | None, candidate: int | None, tolerance: f
 
 
 # ---------------------------------------------------------------- training a lever's main
+def lever_run(out: Path, name: str, variant: str, seed: int) -> Path:
+    """The run folder of a training lever's main: one per lever, rule set and training seed, so that a rerun
+    resumes its own run and never another rule set's."""
+    return out / "runs" / f"{name}_{variant}_s{seed}"
+
+
 def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
     """Train (or resume, or keep) the lever's main to `steps` env steps; its run folder."""
-    run = args.out / "runs" / f"{name}_{args.variant}_s{args.train_seed}"
+    run = lever_run(args.out, name, args.variant, args.train_seed)
     first_start = [EXPERIMENT, f"variant={args.variant}", f"seed={args.train_seed}", *lever.overrides]
     segments = [(0.0, ())] + sorted(lever.later)
     log = args.out / "logs" / f"{run.name}.log"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.levers import LEVERS, check_equal_steps, verdict
+from benchmarks.levers import LEVERS, check_equal_steps, lever_run, verdict
 from launch.training.runs import RUN_STATE, RunState, trained_env_steps
 from tests.league.tiny_policy import write_tiny_policy
 
@@ -41,6 +41,11 @@ def test_equal_env_steps_are_checked_when_both_mains_record_them():
     assert check_equal_steps(None, 4_000_000, 0.01) is None and check_equal_steps(8_000_000, None, 0.01) is None
     refused = check_equal_steps(8_000_000, 4_000_000, 0.01)
     assert refused.startswith("the candidate trained 4,000,000 env steps and the reference 8,000,000")
+
+
+def test_each_rule_set_and_seed_trains_a_lever_in_its_own_run_folder(tmp_path):
+    folders = {lever_run(tmp_path, "width2x", variant, seed) for variant in ("pyludo", "classic") for seed in (0, 1)}
+    assert len(folders) == 4 and all(folder.parent == tmp_path / "runs" for folder in folders)
 
 
 def checkpoint(folder: Path, env_steps: int, seed: int) -> Path:
@@ -145,7 +150,7 @@ def test_a_training_lever_trains_its_main_in_segments_to_the_steps_and_resumes(t
     done = subprocess.run([sys.executable, "benchmarks/levers.py", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    run = out / "runs" / "batch_growth_classic_s0"
+    run = lever_run(out, "batch_growth", "classic", 0)
     steps = [row["env_steps"] for row in metrics(run)]
     per_iteration = [b - a for a, b in zip([0, *steps], steps)]
     # the default batch up to half the steps, then the lever's, on a resume of the same run
