@@ -24,7 +24,9 @@ SHIPPED_POLICIES = Path(__file__).resolve().parents[1] / "benchmarks" / "policie
 
 CHAMPIONS: dict[str, str] = {
     "classic": "ppo_classic",  # 64M env steps of +exp=ppo_selfplay variant=classic (benchmarks/scaling.py)
-    "pyludo": "ppo_pyludo",  # 64M env steps of +exp=ppo_selfplay variant=pyludo (benchmarks/scaling.py)
+    # 32M env steps of +exp=ppo_selfplay variant=pyludo obs=afterstates_board (benchmarks/levers.py): it beats
+    # the 64M default main, ppo_pyludo, in the cross-play
+    "pyludo": "ppo_pyludo_board",
 }
 """Rule set -> the champion's folder, relative to `SHIPPED_POLICIES`."""
 
