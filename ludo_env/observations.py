@@ -122,6 +122,7 @@ from ludo_env.engine.tactics import gap_ahead, gap_behind, hit_chance, is_oppone
 from ludo_env.rules import DIE_FACES, MAX_PLAYERS, MAX_TOKENS
 
 OWN_FEATURES, OPP_FEATURES, GLOBAL_FEATURES = 16, 8, 16
+EGOCENTRIC_SIZE = MAX_TOKENS * OWN_FEATURES + (MAX_PLAYERS - 1) * MAX_TOKENS * OPP_FEATURES + GLOBAL_FEATURES
 STRIKE_RANGE = DIE_FACES  # one roll
 # Feature names of per-token blocks (`token_layout`).
 _OWN_COLUMN = re.compile(r"own(\d+)\.(.+)")
@@ -365,9 +366,6 @@ def _flags60(state, tab, view, mask, out):
 
 
 # ------------------------------------------------------ afterstates + board
-EGOCENTRIC_SIZE = MAX_TOKENS * OWN_FEATURES + (MAX_PLAYERS - 1) * MAX_TOKENS * OPP_FEATURES + GLOBAL_FEATURES
-
-
 @kernel
 def _afterstates_board(state, tab, view, mask, out):
     afterstates_kernel(state, tab, view, mask, out[:AFTERSTATES_SIZE])
