@@ -14,8 +14,10 @@ milestone at the candidate's env steps, ``benchmarks/scaling.py``). The candidat
                      lever's overrides, trained to the reference's env steps (``budget.minutes=0``) in
                      ``<out>/runs/<lever>_<variant>_s<seed>`` (resumable: a rerun resumes or skips it); a lever
                      whose overrides change at a share of the steps trains in segments, each a resume of the same
-                     run (the batch size lever). Without ``--train``, ``--candidate`` names the run trained with
-                     them.
+                     run (the batch size lever). The row plays the policy kept at those env steps,
+                     ``<out>/milestones/<lever>_<variant>_s<seed>/<steps>``, so a row at 8M still names the 8M
+                     policy after the run is resumed to 32M for another row. Without ``--train``, ``--candidate``
+                     names the run trained with them.
   a search lever     ``--lever NAME``: a look-ahead player over the reference main's own policy and critic
                      (``search:<reference>?...``, ``mcts:<reference>?...``), so at the same env steps by construction.
   any player spec    ``--candidate SPEC --label NAME``.
@@ -52,10 +54,11 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/levers.py` puts benchmarks/, not the project, on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scaling import EXPERIMENT, PLAYERS, env_steps, only_driver, read_results, steps_text  # noqa: E402
+from benchmarks.scaling import (EXPERIMENT, PLAYERS, env_steps, keep_checkpoint_policy, only_driver,  # noqa: E402
+                                read_results, steps_label, steps_text)
 from launch.cli import (OneLineParser, UserError, benchmark_rules, fail, input_errors, positive,  # noqa: E402
                         write_text)
-from launch.training.runs import train_to_env_steps, trained_env_steps  # noqa: E402
+from launch.training.runs import RunDir, train_to_env_steps, trained_env_steps  # noqa: E402
 from policies.champions import CHAMPION_PREFIX, champion_folder  # noqa: E402
 from policies.checkpoints import PolicyFileError  # noqa: E402
 from policies.league.evaluation import CROSS_PLAY, STRENGTH_PANEL, measure_strength, win_record  # noqa: E402
@@ -168,9 +171,33 @@ def lever_run(out: Path, name: str, variant: str, seed: int) -> Path:
     return out / "runs" / f"{name}_{variant}_s{seed}"
 
 
+def lever_milestone(run: Path, steps: int) -> Path:
+    """Where a lever's main at `steps` env steps is kept (its checkpoint's policy/ and run state), beside the runs:
+    the policy its row names, whatever the run trains later."""
+    return run.parent.parent / "milestones" / run.name / steps_label(steps)
+
+
+def checkpoint_at(run: Path, steps: int, tolerance: float) -> Path:
+    """The run's checkpoint at `steps` env steps, within `tolerance` (as rows compare mains): the first one at or
+    past them, which is where a training to `steps` ended."""
+    for checkpoint in RunDir(run).checkpoint_dirs():
+        reached = trained_env_steps(checkpoint)
+        if reached is None or reached < steps:
+            continue
+        if reached - steps <= tolerance * steps:
+            return checkpoint
+        break
+    raise UserError(f"{run} has trained past {steps:,} env steps and its policy there was not kept: train the lever "
+                    "to these env steps in another --out")
+
+
 def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
-    """Train (or resume, or keep) the lever's main to `steps` env steps; its run folder."""
+    """Train (or resume) the lever's main to `steps` env steps and keep its policy there; the kept folder. A kept
+    one is returned as it is, so a row stays reproducible after its run is resumed to more env steps."""
     run = lever_run(args.out, name, args.variant, args.train_seed)
+    kept = lever_milestone(run, steps)
+    if kept.is_dir():
+        return kept
     first_start = [EXPERIMENT, f"variant={args.variant}", f"seed={args.train_seed}", *lever.overrides]
     segments = [(0.0, ())] + sorted(lever.later)
     log = args.out / "logs" / f"{run.name}.log"
@@ -182,7 +209,8 @@ def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
         print(f"{name}: training to {end:,} env steps ({log})", flush=True)
         changed = [o for _, later in segments[1:k + 1] for o in later]  # every change made so far stays
         train_to_env_steps(run, end, first_start, log, [*changed, *args.overrides])
-    return run
+    keep_checkpoint_policy(checkpoint_at(run, steps, args.tolerance), kept)
+    return kept
 
 
 # ---------------------------------------------------------------- measuring

@@ -150,12 +150,9 @@ class Run:
         return state.env_steps, state.elapsed_s
 
 
-def keep_milestone(run: Run, steps: int, pending: dict[str, Any]) -> dict[str, Any]:
-    """Copy the run's newest checkpoint (it has just reached `steps`) into the milestone's folder, atomically, and
-    record the segment that led to it."""
-    checkpoint = RunDir(run.folder).checkpoint_dirs()[-1]
-    state = RunDir.read_state(checkpoint)
-    folder = run.milestone_folder(steps)
+def keep_checkpoint_policy(checkpoint: Path, folder: Path) -> None:
+    """Copy a checkpoint's policy/ and run state into `folder`, atomically: a policy a row or milestone names that
+    stays as it is when its run trains on (a ``ckpt:`` of the run would follow the newest checkpoint)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -164,6 +161,15 @@ def keep_milestone(run: Run, steps: int, pending: dict[str, Any]) -> dict[str, A
     if folder.exists():
         shutil.rmtree(folder)
     os.rename(tmp, folder)
+
+
+def keep_milestone(run: Run, steps: int, pending: dict[str, Any]) -> dict[str, Any]:
+    """Copy the run's newest checkpoint (it has just reached `steps`) into the milestone's folder and record the
+    segment that led to it."""
+    checkpoint = RunDir(run.folder).checkpoint_dirs()[-1]
+    state = RunDir.read_state(checkpoint)
+    folder = run.milestone_folder(steps)
+    keep_checkpoint_policy(checkpoint, folder)
     _, decisions = trained_so_far(run.folder)
     trained_s = state.elapsed_s - pending["from_training_s"]
     trained = state.env_steps - pending["from_env_steps"]

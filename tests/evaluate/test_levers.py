@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.levers import LEVERS, check_equal_steps, lever_run, verdict
+from benchmarks.levers import LEVERS, check_equal_steps, lever_milestone, lever_run, train_lever, verdict
+from launch.cli import UserError
 from launch.training.runs import RUN_STATE, RunState, trained_env_steps
 from tests.league.tiny_policy import write_tiny_policy
 
@@ -53,6 +56,29 @@ def checkpoint(folder: Path, env_steps: int, seed: int) -> Path:
     write_tiny_policy(folder / "policy", seed=seed)
     (folder / RUN_STATE).write_text(json.dumps(RunState(iteration=3, env_steps=env_steps).to_dict()))
     return folder
+
+
+def test_a_lever_row_keeps_its_policy_when_its_run_is_resumed_to_more_env_steps(tmp_path):
+    out = tmp_path / "levers"
+    run = lever_run(out, "width2x", "pyludo", 0)
+    args = SimpleNamespace(out=out, variant="pyludo", train_seed=0, overrides=[], tolerance=0.01)
+    checkpoint(run / "checkpoints" / "iter_000489", 8_011_776, seed=1)
+    at_8m = train_lever("width2x", LEVERS["width2x"], 8_011_776, args)  # at those steps already: kept, not trained
+    assert at_8m == lever_milestone(run, 8_011_776) and trained_env_steps(at_8m) == 8_011_776
+    weights = (at_8m / "policy" / "weights.pt").read_bytes()
+
+    checkpoint(run / "checkpoints" / "iter_001954", 32_014_336, seed=2)  # the run resumed for a 32M row
+    assert trained_env_steps(run) == 32_014_336
+    at_32m = train_lever("width2x", LEVERS["width2x"], 32_014_336, args)
+    assert at_32m != at_8m and trained_env_steps(at_32m) == 32_014_336
+    again = train_lever("width2x", LEVERS["width2x"], 8_011_776, args)
+    assert again == at_8m and (again / "policy" / "weights.pt").read_bytes() == weights
+
+    # a run past the steps whose checkpoint there is gone and whose policy there was not kept
+    shutil.rmtree(at_8m)
+    shutil.rmtree(run / "checkpoints" / "iter_000489")
+    with pytest.raises(UserError, match="has trained past 8,011,776 env steps and its policy there was not kept"):
+        train_lever("width2x", LEVERS["width2x"], 8_011_776, args)
 
 
 def bench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -151,11 +177,14 @@ def test_a_training_lever_trains_its_main_in_segments_to_the_steps_and_resumes(t
                           timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     run = lever_run(out, "batch_growth", "classic", 0)
+    kept = lever_milestone(run, 100000)
+    assert f"ckpt:{kept}" in json.loads((out / "levers.json").read_text())["rows"]["batch_growth"]["candidate"]
     steps = [row["env_steps"] for row in metrics(run)]
     per_iteration = [b - a for a, b in zip([0, *steps], steps)]
     # the default batch up to half the steps, then the lever's, on a resume of the same run
     assert set(per_iteration[:per_iteration.index(65536)]) == {16384} and per_iteration[-1] == 65536
-    assert steps[per_iteration.index(65536) - 1] >= 50000 and trained_env_steps(run) >= 100000
+    assert steps[per_iteration.index(65536) - 1] >= 50000
+    assert trained_env_steps(kept) == trained_env_steps(run) >= 100000
     assert "env steps not recorded for both mains" in done.stdout
     again = subprocess.run([sys.executable, "benchmarks/levers.py", *args], cwd=ROOT, capture_output=True,
                            text=True, timeout=600, env=env)
