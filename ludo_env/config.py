@@ -28,8 +28,7 @@ class EnvConfig:
     rules: dict = field(default_factory=dict)
     """Extra rule overrides, e.g. {"bonus_roll_on_six": False}."""
     obs: str = "egocentric"
-    """Observation encoder (conf/obs): egocentric, seed000_raw62, seed000_enc128, seed001_flags60, afterstates,
-    afterstates_board."""
+    """Observation encoder (conf/obs): a name of `ludo_env.observations.ENCODERS`."""
     reward: Any = "sparse"
     """Reward kind name, or a mapping of RewardConfig fields (conf/reward)."""
     auto_forced_moves: bool = True

@@ -23,9 +23,9 @@ SHIPPED_POLICIES = Path(__file__).resolve().parents[1] / "benchmarks" / "policie
 """Where the shipped policies live (a git checkout's ``benchmarks/policies/``)."""
 
 CHAMPIONS: dict[str, str] = {
-    "classic": "ppo_classic",  # 64M env steps of +exp=ppo_selfplay variant=classic (benchmarks/scaling.py)
-    # 32M env steps of +exp=ppo_selfplay variant=pyludo obs=afterstates_board (benchmarks/levers.py): it beats
-    # the 64M default main, ppo_pyludo, in the cross-play
+    # 32M env steps of +exp=ppo_selfplay obs=afterstates_board (benchmarks/levers.py; +exp=ppo_long in one run):
+    # each beats its rule set's 64M default main (ppo_classic, ppo_pyludo) in the cross-play
+    "classic": "ppo_classic_board",
     "pyludo": "ppo_pyludo_board",
 }
 """Rule set -> the champion's folder, relative to `SHIPPED_POLICIES`."""

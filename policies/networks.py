@@ -36,8 +36,8 @@ The four kinds
     (0, 1) would cripple PPO's policy and DQN's returns. Set ``output_activation: sigmoid``
     for the paper's exact outputs.
 ``token_set``
-    Ours, on an encoder with per-token blocks (`ludo_env.observations.token_layout`:
-    egocentric, seed001_flags60, afterstates, afterstates_board):
+    Ours, on an encoder with per-token blocks (`ludo_env.observations.TOKEN_ENCODERS`, whose
+    columns `ludo_env.observations.token_layout` gives):
 
     * a shared per-token MLP (``token_hidden``) encodes each own token's block, and a second
       one each opponent token's block;

@@ -23,7 +23,7 @@ Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.p
 | resources | `ResourcesConfig` | cluster_gpu, laptop, workstation |
 | budget | `BudgetConfig` | minutes30, steps1m, steps_capped |
 | wandb | `WandbConfig` | offline |
-| exp | (``# @package _global_`` bundles, added as ``+exp=<choice>``) | dqn_selfplay, ga_ann, imitate, ppo_selfplay, smoke, smoke_dqn, td_lambda |
+| exp | (``# @package _global_`` bundles, added as ``+exp=<choice>``) | dqn_selfplay, ga_ann, imitate, ppo_long, ppo_selfplay, smoke, smoke_dqn, td_lambda |
 
 `sampler` (`SamplerConfig`), `eval` (`EvalConfig`), `checkpoint` (`CheckpointConfig`) and `upkeep`
 (`UpkeepConfig`) have no ``conf/`` group:
@@ -92,8 +92,7 @@ NetworkSchema = _editable_copy(NetworkConfig, "NetworkSchema")
 @dataclass
 class ObsConfig:
     name: str = "egocentric"
-    """Observation encoder (`ludo_env.observations.REGISTRY`): afterstates, afterstates_board, egocentric,
-    seed000_enc128, seed000_raw62, seed001_flags60."""
+    """Observation encoder: a name of `ludo_env.observations.REGISTRY` (the ``obs`` row of the table above)."""
 
 
 def league_config(settings: type) -> type:

@@ -27,14 +27,14 @@ MISFIT = ("player 'champion:classic' was trained for 4-player classic, this game
 
 def test_the_registry_names_shipped_policy_folders():
     assert champion_specs() == [f"champion:{variant}" for variant in CHAMPIONS]
-    assert champion_folder("champion:classic") == SHIPPED_POLICIES / "ppo_classic"
+    assert champion_folder("champion:classic") == SHIPPED_POLICIES / "ppo_classic_board"
     for variant in CHAMPIONS:  # each champion was trained for its own rule set
         assert make_player(f"champion:{variant}").trained_for[0] == variant
 
 
 def test_a_champion_plays_as_its_policy_folder_under_its_own_name():
     champion = make_player("champion:classic")
-    folder = make_player(f"ckpt:{SHIPPED_POLICIES / 'ppo_classic'}")
+    folder = make_player(f"ckpt:{SHIPPED_POLICIES / 'ppo_classic_board'}")
     assert champion.name == "champion:classic" and champion.trained_for == ("classic", 4)
     result = play_tournament(["champion:classic", "random", "random", "random"], 40, "classic", seed=3, rate=False)
     again = play_tournament([folder, "random", "random", "random"], 40, "classic", seed=3, rate=False)

@@ -5,6 +5,7 @@ import pickle
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,13 @@ def test_lr_end_makes_a_linear_schedule_over_the_budget(exp):
     assert constant.lr == config(f"+exp={exp}").algo.lr
     cfg = config(f"+exp={exp}", "algo.lr=1e-3", "algo.lr_end=1e-5", "budget.env_steps=400000")
     assert build.build_algorithm_config(cfg).lr == [[0, 1e-3], [400000, 1e-5]]
+
+
+def test_the_long_ppo_run_is_the_default_ppo_run_with_the_board_encoder_and_32m_uncapped_env_steps():
+    default, long = config("+exp=ppo_selfplay", "variant=pyludo"), config("+exp=ppo_long", "variant=pyludo")
+    assert long.obs.name == "afterstates_board" and long.name == "ppo_long"
+    assert (long.budget.env_steps, long.budget.minutes) == (32_000_000, 0)
+    assert replace(long, obs=default.obs, budget=default.budget, name=default.name) == default
 
 
 def test_cli_bad_input_exits_2_with_one_line():
