@@ -178,17 +178,15 @@ def lever_milestone(run: Path, steps: int) -> Path:
 
 
 def checkpoint_at(run: Path, steps: int, tolerance: float) -> Path:
-    """The run's checkpoint at `steps` env steps, within `tolerance` (as rows compare mains): the first one at or
-    past them, which is where a training to `steps` ended."""
-    for checkpoint in RunDir(run).checkpoint_dirs():
-        reached = trained_env_steps(checkpoint)
-        if reached is None or reached < steps:
-            continue
-        if reached - steps <= tolerance * steps:
-            return checkpoint
-        break
-    raise UserError(f"{run} has trained past {steps:,} env steps and its policy there was not kept: train the lever "
-                    "to these env steps in another --out")
+    """The checkpoint of a run found at or past `steps` env steps that is within `tolerance` of them (as rows
+    compare mains): the first one at or past them."""
+    past = [(reached, checkpoint) for checkpoint in RunDir(run).checkpoint_dirs()
+            if (reached := trained_env_steps(checkpoint)) is not None and reached >= steps]
+    if past and past[0][0] - steps <= tolerance * steps:
+        return past[0][1]
+    where = f"the first one past them is at {past[0][0]:,}" if past else "none is at or past them"
+    raise UserError(f"{run} has no checkpoint within --tolerance {tolerance:g} of {steps:,} env steps ({where}), and "
+                    "its policy there was not kept: train the lever to these env steps in another --out")
 
 
 def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
@@ -201,6 +199,7 @@ def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
     first_start = [EXPERIMENT, f"variant={args.variant}", f"seed={args.train_seed}", *lever.overrides]
     segments = [(0.0, ())] + sorted(lever.later)
     log = args.out / "logs" / f"{run.name}.log"
+    trained = False
     for k, (share, overrides) in enumerate(segments):
         end = steps if k + 1 == len(segments) else int(segments[k + 1][0] * steps)
         reached = steps_of(f"ckpt:{run}") if run.is_dir() else None
@@ -209,7 +208,11 @@ def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
         print(f"{name}: training to {end:,} env steps ({log})", flush=True)
         changed = [o for _, later in segments[1:k + 1] for o in later]  # every change made so far stays
         train_to_env_steps(run, end, first_start, log, [*changed, *args.overrides])
-    keep_checkpoint_policy(checkpoint_at(run, steps, args.tolerance), kept)
+        trained = True
+    # a training here ended with the newest checkpoint, however far its last iteration went past `steps`; a run
+    # found past them can only be matched by its env steps
+    checkpoint = RunDir(run).checkpoint_dirs()[-1] if trained else checkpoint_at(run, steps, args.tolerance)
+    keep_checkpoint_policy(checkpoint, kept)
     return kept
 
 

@@ -77,7 +77,8 @@ def test_a_lever_row_keeps_its_policy_when_its_run_is_resumed_to_more_env_steps(
     # a run past the steps whose checkpoint there is gone and whose policy there was not kept
     shutil.rmtree(at_8m)
     shutil.rmtree(run / "checkpoints" / "iter_000489")
-    with pytest.raises(UserError, match="has trained past 8,011,776 env steps and its policy there was not kept"):
+    with pytest.raises(UserError, match="has no checkpoint within --tolerance 0.01 of 8,011,776 env steps \\(the first one past them is at "
+                       "32,014,336\\), and its policy there was not kept"):
         train_lever("width2x", LEVERS["width2x"], 8_011_776, args)
 
 
