@@ -148,13 +148,16 @@ def test_the_entrypoint_hands_train_the_overrides_exactly_as_typed():
     assert shlex.split(command)[2:] == overrides
 
 
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "exp").glob("*.yaml"))
+
+
 def test_typos_and_refused_values_fail_locally_in_one_line():
     validate(["+exp=smoke", "resources=cluster_gpu", "hydra.run.dir=/shared/run", "resume=/shared/old"])
     for overrides, message in [
         (["+exp=smoke", "algo.lrr=1"], "Key 'lrr' not in"),
         (["resources=clusterr"], "choose one of cluster_gpu, laptop, workstation"),
         (["league.pfsp=bad"], "league.pfsp='bad' is not allowed"),
-        (["+exp=nope"], "choose one of dqn_selfplay, ga_ann, imitate, ppo_selfplay, smoke, smoke_dqn, td_lambda"),
+        (["+exp=nope"], f"choose one of {', '.join(EXPERIMENTS)}"),
     ]:
         with pytest.raises(UserError, match=re.escape(message)) as err:
             validate(overrides)
