@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,8 +78,9 @@ def test_a_lever_row_keeps_its_policy_when_its_run_is_resumed_to_more_env_steps(
     # a run past the steps whose checkpoint there is gone and whose policy there was not kept
     shutil.rmtree(at_8m)
     shutil.rmtree(run / "checkpoints" / "iter_000489")
-    with pytest.raises(UserError, match="has no checkpoint within --tolerance 0.01 of 8,011,776 env steps \\(the first one past them is at "
-                       "32,014,336\\), and its policy there was not kept"):
+    refusal = ("has no checkpoint within --tolerance 0.01 of 8,011,776 env steps (the first one past them is at "
+               "32,014,336), and its policy there was not kept")
+    with pytest.raises(UserError, match=re.escape(refusal)):
         train_lever("width2x", LEVERS["width2x"], 8_011_776, args)
 
 
