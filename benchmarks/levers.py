@@ -94,10 +94,20 @@ LEVERS: dict[str, Lever] = {
     "batch_growth": Lever("train batch 16,384 for the first half of the env steps, 65,536 for the second (a resume "
                           "with the larger batch: RLlib takes a new batch size only at a restart)",
                           later=((0.5, ("algo.train_batch_size=65536",)),)),
+    # how much is learned from each sample: the default's one pass was chosen for wall time in five-minute runs,
+    # not for strength at equal env steps (docs/pages/results/2026-11-23-ppo-batch-settings.md)
+    "sample_reuse": Lever("each batch of 16,384 env steps learned in 4 passes of 2,048-row minibatches: 32 updates "
+                          "an iteration, 8 times the default's", ("algo.num_epochs=4", "algo.minibatch_size=2048")),
     # the return main learns (conf/reward, the discount): a game is about 56 of main's decisions
     "discount_0997": Lever("discount 0.997 instead of 0.99, the shaping's with it (a win 56 decisions away is worth "
                            "0.85 of one now, not 0.57)", ("algo.gamma=0.997", "reward.gamma=0.997")),
+    "gae_lambda_1": Lever("advantages from the whole discounted return (GAE lambda 1.0 instead of 0.95): no "
+                          "leaning on main's critic beyond its baseline", ("algo.gae_lambda=1.0",)),
     "sparse_reward": Lever("end pay alone, without the progress-lead shaping", ("reward=sparse",)),
+    # whom main trains against (conf/league): the panel's bots at more of the seats
+    "panel_bots": Lever("the three panel bots (random, hybrid, heuristic000) at the training seats, on 38% of the "
+                        "opponent seats instead of random and hybrid on 20%",
+                        ("league.bots=[random,hybrid,heuristic000]", "league.bot_weight=0.5")),
     # what main sees (conf/obs)
     "egocentric_obs": Lever("the board in the mover's frame (176 floats) instead of each move's afterstate",
                             ("obs=egocentric",)),
@@ -165,16 +175,21 @@ def check_equal_steps(reference: int | None, candidate: int | None, tolerance: f
 
 
 # ---------------------------------------------------------------- training a lever's main
+def lever_name(name: str, variant: str, seed: int) -> str:
+    """A training lever's main: one per lever, rule set and training seed, so that a rerun resumes its own run
+    and never another rule set's."""
+    return f"{name}_{variant}_s{seed}"
+
+
 def lever_run(out: Path, name: str, variant: str, seed: int) -> Path:
-    """The run folder of a training lever's main: one per lever, rule set and training seed, so that a rerun
-    resumes its own run and never another rule set's."""
-    return out / "runs" / f"{name}_{variant}_s{seed}"
+    """The run folder of a training lever's main."""
+    return out / "runs" / lever_name(name, variant, seed)
 
 
-def lever_milestone(run: Path, steps: int) -> Path:
+def lever_milestone(out: Path, name: str, variant: str, seed: int, steps: int) -> Path:
     """Where a lever's main at `steps` env steps is kept (its checkpoint's policy/ and run state), beside the runs:
     the policy its row names, whatever the run trains later."""
-    return run.parent.parent / "milestones" / run.name / steps_label(steps)
+    return out / "milestones" / lever_name(name, variant, seed) / steps_label(steps)
 
 
 def checkpoint_at(run: Path, steps: int, tolerance: float) -> Path:
@@ -193,7 +208,7 @@ def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
     """Train (or resume) the lever's main to `steps` env steps and keep its policy there; the kept folder. A kept
     one is returned as it is, so a row stays reproducible after its run is resumed to more env steps."""
     run = lever_run(args.out, name, args.variant, args.train_seed)
-    kept = lever_milestone(run, steps)
+    kept = lever_milestone(args.out, name, args.variant, args.train_seed, steps)
     if kept.is_dir():
         return kept
     first_start = [EXPERIMENT, f"variant={args.variant}", f"seed={args.train_seed}", *lever.overrides]

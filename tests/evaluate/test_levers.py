@@ -65,7 +65,7 @@ def test_a_lever_row_keeps_its_policy_when_its_run_is_resumed_to_more_env_steps(
     args = SimpleNamespace(out=out, variant="pyludo", train_seed=0, overrides=[], tolerance=0.01)
     checkpoint(run / "checkpoints" / "iter_000489", 8_011_776, seed=1)
     at_8m = train_lever("width2x", LEVERS["width2x"], 8_011_776, args)  # at those steps already: kept, not trained
-    assert at_8m == lever_milestone(run, 8_011_776) and trained_env_steps(at_8m) == 8_011_776
+    assert at_8m == lever_milestone(out, "width2x", "pyludo", 0, 8_011_776) and trained_env_steps(at_8m) == 8_011_776
     weights = (at_8m / "policy" / "weights.pt").read_bytes()
 
     checkpoint(run / "checkpoints" / "iter_001954", 32_014_336, seed=2)  # the run resumed for a 32M row
@@ -180,7 +180,7 @@ def test_a_training_lever_trains_its_main_in_segments_to_the_steps_and_resumes(t
                           timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     run = lever_run(out, "batch_growth", "classic", 0)
-    kept = lever_milestone(run, 100000)
+    kept = lever_milestone(out, "batch_growth", "classic", 0, 100000)
     assert f"ckpt:{kept}" in json.loads((out / "levers.json").read_text())["rows"]["batch_growth"]["candidate"]
     steps = [row["env_steps"] for row in metrics(run)]
     per_iteration = [b - a for a, b in zip([0, *steps], steps)]
