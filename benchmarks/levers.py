@@ -113,6 +113,11 @@ LEVERS: dict[str, Lever] = {
                             ("obs=egocentric",)),
     "afterstates_board_obs": Lever("each move's afterstate and the board in the mover's frame side by side (626 "
                                    "floats: every opponent token its own block)", ("obs=afterstates_board",)),
+    # how the network relates the tokens (conf/network): mean pooling gives every own token one summary of the
+    # opponent tokens; attention lets each own token weigh the ones near it, which captures and threats are about
+    "board_attention": Lever("afterstates_board_obs with attention pooling: each own token attends over the "
+                             "opponent tokens instead of sharing their mean",
+                             ("obs=afterstates_board", "network.pooling=attention")),
     # search at play time over main's own policy and critic (policies/search.py, policies/mcts.py)
     "expectimax_policy_d1": Lever("expectimax looking at one reply, the other seats moving by main's policy "
                                   "probabilities (the expectation under the policy), main's critic at the leaves",

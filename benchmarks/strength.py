@@ -22,6 +22,7 @@ import time
 
 from launch.cli import MAX_GAMES, OneLineParser, benchmark_rules, check_integers, fail, input_errors, positive
 from policies.league.evaluation import player_command, variant_label
+from policies.players import make_player
 from policies.tournament import play_tournament
 
 def main(argv: list[str]) -> None:
@@ -41,10 +42,13 @@ def main(argv: list[str]) -> None:
         parser.error("give a variant and at least one player spec (the arguments were all rule changes)")
     variant = variant_label(rules)
     games, seed = args.games, args.seed
+    opponents = args.opponents.split(",")
+    for spec in [*specs, *opponents]:  # every spec refused before the first game, not after the rows before it
+        make_player(spec, seed, rules)
     print("| variant | agent | opponents | win rate [95% CI] | mean place | games | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for spec in specs:
-        for opponent in args.opponents.split(","):
+        for opponent in opponents:
             start = time.perf_counter()
             result = play_tournament([spec] + [opponent] * 3, games, rules, seed, rate=False)
             seconds = time.perf_counter() - start

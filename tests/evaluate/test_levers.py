@@ -165,6 +165,32 @@ def test_the_list_names_every_lever_and_how_it_is_made():
     assert any("search:{reference}?depth=2&opponent=policy" in line for line in lines)
 
 
+def as_number(value):
+    """A number as a float (``1e-4`` and ``0.0001`` are the same), anything else as text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@pytest.mark.parametrize("name", [name for name, lever in LEVERS.items() if lever.search is None])
+def test_every_training_lever_composes_into_a_checked_training_config(name):
+    from benchmarks.scaling import EXPERIMENT
+    from tests.launch.configs import train_config
+
+    lever = LEVERS[name]
+    overrides = [*lever.overrides, *(o for _, later in lever.later for o in later)]
+    assert overrides, f"{name}: a training lever with nothing to change"
+    cfg = train_config(EXPERIMENT, "variant=pyludo", *overrides)
+    for override in overrides:
+        key, value = override.split("=", 1)
+        if "." in key and not value.startswith("["):  # a field; a bare key picks a group's preset
+            node = cfg
+            for part in key.split("."):
+                node = getattr(node, part)
+            assert as_number(node) == as_number(value), f"{name}: {override} did not reach the config ({node!r})"
+
+
 @pytest.mark.slow
 def test_a_training_lever_trains_its_main_in_segments_to_the_steps_and_resumes(tmp_path):
     from tests.launch.configs import metrics

@@ -300,6 +300,18 @@ def test_a_benchmark_given_a_bad_variant_player_or_folder_says_so_in_one_line(tm
                                     capture_output=True, text=True, timeout=300, check=False), says)
 
 
+@pytest.mark.parametrize("args,says", [
+    (["classic", "random", "nosuchbot"], "error: unknown player 'nosuchbot': use a bot name"),
+    (["classic", "random", "--opponents", "random,nosuchbot"], "error: unknown player 'nosuchbot': use a bot name"),
+    (["classic", "random", "games=4"], "error: unknown player 'games=4': use a bot name"),
+])
+def test_the_strength_table_refuses_a_bad_player_before_playing_any_row(tmp_path, args, says):
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "strength.py"), *args, "--games", "4"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    one_line_failure(done, says)
+    assert done.stdout == ""  # not the good player's rows first
+
+
 def test_every_integer_setting_of_a_config_is_range_checked():
     from launch.training.schema import check
     from tests.launch.configs import train_config
