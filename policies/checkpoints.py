@@ -19,6 +19,7 @@ Anything missing or damaged raises `PolicyFileError` with one line.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -59,7 +60,11 @@ def write_policy(dest: str | Path, kind: str, model_config: dict[str, Any], stat
         meta = {"format": POLICY_FORMAT, "kind": kind, "model_config": _plain(model_config),
                 "obs_dim": int(obs_dim)}
         (tmp / POLICY_JSON).write_text(json.dumps(meta, indent=1) + "\n")
-        torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, tmp / WEIGHTS)
+        # torch.save reports a failed write (a full disk) as a RuntimeError of its zip writer; serialised in
+        # memory and written here, it is the OSError that callers treat as a save that could not be written.
+        weights = io.BytesIO()
+        torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, weights)
+        (tmp / WEIGHTS).write_bytes(weights.getbuffer())
         if dest.exists():
             shutil.rmtree(dest)
         os.rename(tmp, dest)

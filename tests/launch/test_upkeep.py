@@ -23,6 +23,7 @@ import torch
 from launch.training.runs import KEY_ENV, RunDir, verify_checkpoint
 from policies.league.league import member_policy_folder
 from policies.league.store import LeagueStore
+from tests.disks import can_mount_a_small_disk
 from tests.launch.configs import kill_training_when, metrics, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,15 +249,6 @@ wait $train
 echo $? >"$OUT/rc"
 cp -a "$MNT/run" "$OUT/run"
 """
-
-
-def can_mount_a_small_disk() -> bool:
-    try:
-        return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-                               "mount -t tmpfs -o size=1m tmpfs /mnt"], capture_output=True,
-                              timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
 
 
 @pytest.mark.skipif(not can_mount_a_small_disk(), reason="needs user and mount namespaces (unshare) for a small disk")

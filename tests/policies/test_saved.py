@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,7 +14,10 @@ from policies.checkpoints import PolicyFileError, write_policy
 from policies.players import PlayerSpecError, make_player
 from policies.saved import REGISTRY, load_module, load_player, load_value_source
 from policies.search import ModuleValue
+from tests.disks import can_mount_a_small_disk
 from tests.league.tiny_policy import write_tiny_policy
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("kind", REGISTRY)
@@ -48,3 +55,34 @@ def test_a_kind_without_a_use_says_which_kinds_have_it(tmp_path):
         load_value_source(folder)
     with pytest.raises(PolicyFileError, match="ga_ann policy, not an RLModule: give a policy of kind ppo, dqn$"):
         load_module(folder)
+
+
+FULL_DISK_WRITE = r"""
+import errno, os, torch
+from pathlib import Path
+from policies.checkpoints import write_policy
+
+disk = Path(os.environ["DISK"])
+write_policy(disk / "p", "sarsa", {"obs": "egocentric"}, {"w": torch.zeros(2)})
+try:
+    write_policy(disk / "p", "sarsa", {"obs": "egocentric"}, {"w": torch.zeros(1_000_000)})  # 4 MB on 1 MB
+except OSError as err:
+    assert err.errno == errno.ENOSPC, err
+else:
+    raise AssertionError("a policy larger than the disk was written")
+assert sorted(p.name for p in disk.iterdir()) == ["p"], list(disk.iterdir())  # no half-written sibling
+assert torch.load(disk / "p" / "weights.pt")["w"].shape == (2,)  # the policy before it, whole
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not can_mount_a_small_disk(), reason="needs user and mount namespaces (unshare) for a small disk")
+def test_a_policy_the_disk_has_no_room_for_is_an_os_error_and_leaves_the_one_before(tmp_path):
+    """Callers treat an OSError as a save that could not be written; torch.save alone would raise RuntimeError."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = 'mount -t tmpfs -o size=1m tmpfs "$DISK" && exec "$PYTHON" -c "$CODE"'
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=ROOT,
+                          env={**os.environ, "DISK": str(disk), "PYTHON": sys.executable, "CODE": FULL_DISK_WRITE},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
