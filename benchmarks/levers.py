@@ -114,7 +114,7 @@ LEVERS: dict[str, Lever] = {
     "afterstates_board_obs": Lever("each move's afterstate and the board in the mover's frame side by side (626 "
                                    "floats: every opponent token its own block)", ("obs=afterstates_board",)),
     # how the network relates the tokens (conf/network): mean pooling gives every own token one summary of the
-    # opponent tokens; attention lets each own token weigh the ones near it, which captures and threats are about
+    # opponent tokens; attention lets each own token weigh each opponent token, and captures and threats are pairs
     "board_attention": Lever("afterstates_board_obs with attention pooling: each own token attends over the "
                              "opponent tokens instead of sharing their mean",
                              ("obs=afterstates_board", "network.pooling=attention")),
