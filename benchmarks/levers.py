@@ -2,13 +2,17 @@
 against the panels, with intervals, and whether the lever joins the default (the strength study among the docs' results pages).
 
     python benchmarks/levers.py --list                                                  # the levers, what each is
+    python benchmarks/levers.py --lever width2x --train              # against the shipped default 8M main of pyludo
     python benchmarks/levers.py --reference outputs/scaling/milestones/pyludo_s0/8M --lever width2x --train
     python benchmarks/levers.py --reference <8M policy> --lever expectimax_policy_d1   # a search lever: no training
     python benchmarks/levers.py --reference <8M policy> --candidate <run> --label my_change
     python benchmarks/levers.py --table                                                # every row measured so far
 
 The reference is today's default main (``ckpt:`` of a run, checkpoint or policy folder: the scaling run's
-milestone at the candidate's env steps, ``benchmarks/scaling.py``). The candidate is one of:
+milestone at the candidate's env steps, ``benchmarks/scaling.py``). Without ``--reference`` it is the shipped default
+8M main of the rule set (`SHIPPED_REFERENCES`: ``benchmarks/scaling.py``'s 8M milestone of seed 0, with the run
+state that records its env steps), so a row at 8M, and the champions' cross-play, can be measured again on a fresh
+checkout. The candidate is one of:
 
   a training lever   ``--lever NAME --train``: ``launch/train.py +exp=ppo_selfplay variant=<v> seed=<s>`` with the
                      lever's overrides, trained to the reference's env steps (``budget.minutes=0``) in
@@ -59,10 +63,17 @@ from benchmarks.scaling import (EXPERIMENT, PLAYERS, env_steps, keep_checkpoint_
 from launch.cli import (OneLineParser, UserError, benchmark_rules, fail, input_errors, positive,  # noqa: E402
                         write_text)
 from launch.training.runs import RunDir, train_to_env_steps, trained_env_steps  # noqa: E402
-from policies.champions import CHAMPION_PREFIX, champion_folder  # noqa: E402
+from policies.champions import CHAMPION_PREFIX, SHIPPED_POLICIES, champion_folder  # noqa: E402
 from policies.checkpoints import PolicyFileError  # noqa: E402
 from policies.league.evaluation import CROSS_PLAY, STRENGTH_PANEL, measure_strength, win_record  # noqa: E402
 from policies.tournament import paired_difference  # noqa: E402
+
+SHIPPED_REFERENCES: dict[str, str] = {
+    "classic": "default_classic_8M",
+    "pyludo": "default_pyludo_8M",
+}
+"""Rule set -> today's default main at 8M env steps, a scaling milestone's folder under `SHIPPED_POLICIES`: the
+reference when ``--reference`` is not given."""
 
 RESULTS = "levers.json"
 FORMAT = "ludo-league-levers/1"
@@ -154,6 +165,19 @@ def policy_path(spec: str) -> Path | None:
 def as_spec(text: str) -> str:
     """A player spec: a bare folder gets ``ckpt:``."""
     return text if ":" in text.split("/")[0] else f"ckpt:{text}"
+
+
+def shipped_reference(variant: str) -> Path:
+    """The shipped default 8M main of `variant`; a `UserError` of one line when there is none in this install."""
+    if variant not in SHIPPED_REFERENCES:
+        raise UserError(f"no default main is shipped for --variant {variant} (there are: "
+                        f"{', '.join(SHIPPED_REFERENCES)}): give --reference, today's default main at the "
+                        "candidate's env steps (a run, checkpoint or policy folder, e.g. a scaling milestone)")
+    folder = SHIPPED_POLICIES / SHIPPED_REFERENCES[variant]
+    if not folder.is_dir():
+        raise UserError(f"the default main of {variant} should be at '{folder}', which this checkout does not have: "
+                        "give --reference")
+    return folder
 
 
 def steps_of(spec: str) -> int | None:
@@ -315,7 +339,8 @@ def parse(argv: list[str]):
     parser.add_argument("--list", action="store_true", help="list the levers and stop")
     parser.add_argument("--table", action="store_true", help="print every row kept in <out>/levers.json and stop")
     parser.add_argument("--variant", default="pyludo", help="rule set (conf/variant)")
-    parser.add_argument("--reference", help="today's default main: a run, checkpoint or policy folder, or a spec")
+    parser.add_argument("--reference", help="today's default main: a run, checkpoint or policy folder, or a spec "
+                                            "(default: the shipped default 8M main of --variant)")
     parser.add_argument("--lever", choices=list(LEVERS), help="a lever of the table (--list)")
     parser.add_argument("--candidate", help="the candidate main (a run, checkpoint or policy folder, or a spec)")
     parser.add_argument("--label", help="the row's name (default: the lever's)")
@@ -333,8 +358,7 @@ def parse(argv: list[str]):
     if args.list or args.table:
         return args
     if not args.reference:
-        raise UserError("give --reference: today's default main at the candidate's env steps (a run, checkpoint or "
-                        "policy folder, e.g. a scaling milestone)")
+        args.reference = str(shipped_reference(args.variant))
     if args.lever is None and args.candidate is None:
         raise UserError("give --lever NAME (--list shows them) or --candidate with --label")
     if args.candidate and not (args.label or args.lever):

@@ -121,6 +121,7 @@ def other_python() -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_another_python_is_refused_by_the_install_in_one_line(tmp_path):
     python = other_python()
     if python is None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from policies import evolution as ev
 from tests.agents.ga_runs import reference_population, train
@@ -19,6 +20,7 @@ def saved_generation(run_dir) -> int:
         return -1
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_evolution_resumes_at_its_save_and_matches_an_uninterrupted_run(tmp_path):
     run_dir = tmp_path / "run"
     kill_training_when(run_dir, ARGS, lambda: saved_generation(run_dir) >= 2, 240, "population save", poll_s=0.01)

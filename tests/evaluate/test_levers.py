@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.levers import LEVERS, check_equal_steps, lever_milestone, lever_run, train_lever, verdict
+from benchmarks.levers import (LEVERS, SHIPPED_REFERENCES, check_equal_steps, lever_milestone, lever_run, parse,
+                               shipped_reference, train_lever, verdict)
 from launch.cli import UserError
 from launch.training.runs import RUN_STATE, RunState, trained_env_steps
 from tests.league.tiny_policy import write_tiny_policy
@@ -136,7 +137,7 @@ def test_a_search_lever_plays_over_the_reference_main_itself(tmp_path):
 
 
 @pytest.mark.parametrize("args,words", [
-    ([], "give --reference"),
+    (["--variant", "quick"], "no default main is shipped for --variant quick (there are: classic, pyludo)"),
     (["--reference", "x"], "give --lever NAME (--list shows them) or --candidate with --label"),
     (["--reference", "x", "--lever", "width2x"], "--lever width2x is a training lever: add --train"),
     (["--reference", "x", "--lever", "mcts16", "--train"], "--lever mcts16 searches over the reference main"),
@@ -148,6 +149,23 @@ def test_a_search_lever_plays_over_the_reference_main_itself(tmp_path):
 def test_bad_arguments_are_one_line(tmp_path, args, words):
     one_line(bench(*args, "--out", str(tmp_path / "levers")), words)
     assert not (tmp_path / "levers").exists()
+
+
+@pytest.mark.parametrize("variant", sorted(SHIPPED_REFERENCES))
+def test_the_shipped_default_main_of_each_rule_set_is_the_reference_without_reference(variant):
+    from benchmarks.scaling import EXPERIMENT
+    from policies.players import make_player
+    from tests.launch.configs import train_config
+
+    folder = shipped_reference(variant)
+    assert parse(["--variant", variant, "--lever", "mcts16"]).reference == str(folder)
+    assert trained_env_steps(folder) == 8_011_776  # the scaling run's 8M milestone, as its run state records
+    player = make_player(f"ckpt:{folder}")
+    assert player.trained_for == (variant, 4)
+    default = train_config(EXPERIMENT, f"variant={variant}")  # trained with today's defaults, nothing else
+    saved = json.loads((folder / "policy" / "policy.json").read_text())["model_config"]
+    assert saved["obs"] == default.obs.name and saved["network"]["kind"] == default.network.kind
+    assert saved["network"]["pooling"] == default.network.pooling
 
 
 def test_a_training_lever_without_recorded_steps_to_train_to_is_one_line(tmp_path):

@@ -61,8 +61,18 @@ def last_line_interrupted(stderr: str) -> str:
     return lines[-1]
 
 
+@pytest.fixture
+def fast_path_compiled(tmp_path):
+    """The bots' fast-path kernels compiled into the cache by a tiny evaluation, in the test's setup: on a cold cache
+    that takes tens of seconds, which a serial test's call would hold the other worker up for (tests/conftest.py)."""
+    done = subprocess.run([sys.executable, str(ROOT / "launch" / "evaluate.py"), "players=[hybrid,hybrid,hybrid,hybrid]",
+                           "games=8", "threads=1", "progress=false", f"hydra.run.dir={tmp_path / 'warm'}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.mark.serial  # times how fast it happens (tests/conftest.py)
-def test_ctrl_c_stops_an_evaluation_inside_the_numba_fast_path_at_once(tmp_path):
+def test_ctrl_c_stops_an_evaluation_inside_the_numba_fast_path_at_once(tmp_path, fast_path_compiled):
     took, status, stderr = interrupt(
         [str(ROOT / "launch" / "evaluate.py"), "players=[hybrid,hybrid,hybrid,hybrid]", "games=2000000",
          "threads=1", f"hydra.run.dir={tmp_path / 'run'}"], lambda err: "tournament:" in err, tmp_path, settle=2.0)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -13,6 +15,7 @@ def simulate(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_the_specialised_kernel_reports_the_same_games():
     reports = []
     for specialised in ("false", "true"):

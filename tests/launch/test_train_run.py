@@ -113,6 +113,7 @@ def test_smoke_dqn_trains_main_on_column_batches_from_its_replay(tmp_path):
     assert (run_dir / "best" / "policy" / "weights.pt").is_file()
 
 
+@pytest.mark.slow
 def test_a_distributional_dqn_trains_through_the_column_updates_and_its_policy_plays(tmp_path):
     from ludo_env.observations import encode
     from policies.modules import load_checkpoint_player

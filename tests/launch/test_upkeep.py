@@ -135,6 +135,7 @@ def test_a_worker_that_dies_is_named_in_one_warning_line_and_the_next_round_star
         ("training", 2), ("training", 3), ("training", 4), ("final", 4)]
 
 
+@pytest.mark.slow
 def test_three_failures_in_a_row_stop_the_run_after_a_checkpoint_in_one_line(tmp_path, env):
     env.setenv("UPKEEP_BOT_DIE", "99")
     run = tmp_path / "run"
@@ -154,6 +155,7 @@ def test_three_failures_in_a_row_stop_the_run_after_a_checkpoint_in_one_line(tmp
     assert rounds_complete(run) == []  # every round died with its worker: none is half recorded
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_the_middle_of_a_background_round_resumes_with_every_round_whole(tmp_path, env):
     run = tmp_path / "run"
     env.setenv("UPKEEP_BOT_SLEEP", "120")
@@ -176,6 +178,7 @@ def test_a_run_killed_in_the_middle_of_a_background_round_resumes_with_every_rou
     assert [r["iteration"] for r in rounds[1:] if r["label"] == "training"] == list(range(resumed + 1, 7))
 
 
+@pytest.mark.slow
 def test_a_stop_while_a_round_plays_beside_training_waits_for_it_and_saves_it_with_the_run(tmp_path, env):
     import signal
     import time
