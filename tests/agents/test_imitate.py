@@ -67,9 +67,10 @@ def test_imitation_learns_the_bots_moves_and_the_network_plays_as_ckpt(tmp_path,
     assert abs((population - chromosome).std() - 1.0) < 0.1
 
 
-@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
-def test_sigterm_writes_the_network_trained_so_far_as_the_policy(tmp_path, records):
-    """A scheduler's stop (SIGTERM) mid-training saves, as Ctrl-C does, through the shared run loop."""
+@pytest.fixture
+def imitating(tmp_path, records):
+    """An imitation run under way (two metrics rows written), started in the test's setup, beside the other
+    worker's tests; only the stop is timed alone (tests/conftest.py)."""
     run_dir = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=imitate", f"algo.records=[{records}]",
                              "algo.epochs=10000000", "algo.target_mse=0", "algo.log_every=50", "wandb.mode=disabled",
@@ -81,11 +82,18 @@ def test_sigterm_writes_the_network_trained_so_far_as_the_policy(tmp_path, recor
             assert proc.poll() is None, proc.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "no second metrics row in time"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        yield run_dir, proc
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
+def test_sigterm_writes_the_network_trained_so_far_as_the_policy(imitating):
+    """A scheduler's stop (SIGTERM) mid-training saves, as Ctrl-C does, through the shared run loop."""
+    run_dir, proc = imitating
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err[-3000:]  # 128 + SIGTERM, once the policy is saved
     stopped = re.search(r"stopped at epoch (\d+): saving the network as the policy", out)
     assert stopped, out[-2000:]

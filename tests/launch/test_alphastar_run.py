@@ -84,7 +84,7 @@ def test_alphastar_trains_every_role_freezes_and_resets_exploiters_and_resumes(t
     assert len(lines) == 1 and "keep the run's league.main_exploiters" in lines[0], proc.stderr
 
 
-@pytest.mark.parametrize("reset_to", ["main", "initial"])
+@pytest.mark.parametrize("reset_to", ["main", pytest.param("initial", marks=pytest.mark.slow)])
 def test_an_exploiter_starts_and_restarts_from_what_exploiter_reset_to_names(tmp_path, reset_to):
     # At a learning rate of 1e-12 (0 is refused) Adam moves a weight by about 1e-12 a step, so a frozen exploiter
     # is, to 1e-6, what it last started or restarted from, while modules built apart differ by far more.

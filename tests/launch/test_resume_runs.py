@@ -111,6 +111,7 @@ def test_a_copied_run_folder_resumes_into_the_copy_with_its_own_league(copy_of, 
     assert not elsewhere.exists()
 
 
+@pytest.mark.slow
 def test_a_run_folder_from_before_signatures_resumes_only_when_trusted_and_is_signed_then(copy_of, key, monkeypatch):
     old = copy_of("old")
     for checkpoint in RunDir(old).checkpoint_dirs():  # what a run folder written before this change holds

@@ -120,6 +120,7 @@ def test_an_external_that_raises_at_a_training_seat_is_dropped_everywhere_and_tr
         assert not store.member(BOT).active
 
 
+@pytest.mark.slow  # the drop itself: test_a_member_that_raises_against_the_panel_is_dropped, without Ray
 def test_an_external_that_raises_before_training_is_dropped_before_ray_starts(tmp_path):
     run_dir = tmp_path / "run"
     done = train(run_dir, "+exp=smoke", "budget.iterations=1", f"league.external=[{BOT}]",

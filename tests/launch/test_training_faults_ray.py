@@ -35,8 +35,10 @@ def left_of(group: int) -> list[str]:
     return rows
 
 
-@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
-def test_nothing_a_killed_driver_started_outlives_it_by_more_than_a_few_seconds(tmp_path):
+@pytest.fixture
+def training_driver(tmp_path):
+    """A training driver whose run is under way (Ray, its agents and wandb's service up), started in the test's
+    setup, beside the other worker's tests; only the kill and the wait are timed alone (tests/conftest.py)."""
     proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=smoke", "budget.iterations=1000",
                              "wandb.mode=offline", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=script_env(),
@@ -47,13 +49,7 @@ def test_nothing_a_killed_driver_started_outlives_it_by_more_than_a_few_seconds(
                 break
         else:
             raise AssertionError("the run ended before its first iteration")
-        assert any("raylet" in row for row in left_of(proc.pid)), left_of(proc.pid)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        deadline = time.monotonic() + 5
-        while left_of(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.25)
-        assert left_of(proc.pid) == [], "still alive 5 s after the driver was killed"
+        yield proc
     finally:
         for row in left_of(proc.pid):  # a failed test leaves nothing running either
             try:
@@ -61,3 +57,15 @@ def test_nothing_a_killed_driver_started_outlives_it_by_more_than_a_few_seconds(
             except OSError:
                 pass
         proc.kill()
+
+
+@pytest.mark.serial  # times how fast it happens (tests/conftest.py)
+def test_nothing_a_killed_driver_started_outlives_it_by_more_than_a_few_seconds(training_driver):
+    proc = training_driver
+    assert any("raylet" in row for row in left_of(proc.pid)), left_of(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while left_of(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert left_of(proc.pid) == [], "still alive 5 s after the driver was killed"
