@@ -41,6 +41,7 @@ def close_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> boo
     return a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=0, atol=1e-6) for k in a)
 
 
+@pytest.mark.slow
 def test_alphastar_trains_every_role_freezes_and_resets_exploiters_and_resumes(tmp_path):
     run_dir = tmp_path / "run"
     proc = train(run_dir, *ALPHASTAR_SMOKE, "budget.iterations=3")
