@@ -1,4 +1,4 @@
-"""Issue 29, tried as a user meets it: Ctrl-C stops every command within a second or two with one line and exit
+"""Faults as a user meets them: Ctrl-C stops every command within a second or two with one line and exit
 130; `league.py` writes nothing when it refuses; the last crashes become one line (delay=nan, +foo=1, a full
 stdout, an unquoted search spec, non-UTF-8 metrics); the benchmark scripts refuse in one line too."""
 from __future__ import annotations
