@@ -61,21 +61,23 @@ def last_line_interrupted(stderr: str) -> str:
     return lines[-1]
 
 
+FAST_PATH = ("players=[hybrid,hybrid,hybrid,hybrid]", "threads=1")  # built-in bots only: the numba fast path
+
+
 @pytest.fixture
 def fast_path_compiled(tmp_path):
     """The bots' fast-path kernels compiled into the cache by a tiny evaluation, in the test's setup: on a cold cache
     that takes tens of seconds, which a serial test's call would hold the other worker up for (tests/conftest.py)."""
-    done = subprocess.run([sys.executable, str(ROOT / "launch" / "evaluate.py"), "players=[hybrid,hybrid,hybrid,hybrid]",
-                           "games=8", "threads=1", "progress=false", f"hydra.run.dir={tmp_path / 'warm'}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    done = command("evaluate.py", *FAST_PATH, "games=8", "progress=false", f"hydra.run.dir={tmp_path / 'warm'}",
+                   timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_ctrl_c_stops_an_evaluation_inside_the_numba_fast_path_at_once(tmp_path, fast_path_compiled):
     took, status, stderr = interrupt(
-        [str(ROOT / "launch" / "evaluate.py"), "players=[hybrid,hybrid,hybrid,hybrid]", "games=2000000",
-         "threads=1", f"hydra.run.dir={tmp_path / 'run'}"], lambda err: "tournament:" in err, tmp_path, settle=2.0)
+        [str(ROOT / "launch" / "evaluate.py"), *FAST_PATH, "games=2000000", f"hydra.run.dir={tmp_path / 'run'}"],
+        lambda err: "tournament:" in err, tmp_path, settle=2.0)
     assert status == 130, stderr[-2000:]
     assert took < 3.0, took
     last_line_interrupted(stderr)
