@@ -13,7 +13,9 @@ The loop owns the run's lifecycle, written once:
    ``save_every`` steps (`Trainer.checkpoint`: a trainer may finish it in the
    background, `launch.training.upkeep`) and when the budget is spent;
 4. Ctrl-C and SIGTERM (a scheduler's stop) save and say how to resume; a save
-   that fails (a full disk) is one line naming the newest complete checkpoint;
+   that fails (a full disk) is one line naming the newest complete checkpoint; a
+   step whose league write fails (its disk full) stops the run as a failing agent
+   does, after a save;
 5. after the last step: a save if the last step has none, the trainer's
    ``finish`` (the policy to evaluate), the final evaluation
    (``eval.final_games`` against ``eval.panel``), the summary (lines and
@@ -61,6 +63,7 @@ from launch.training.runs import (
 )
 from ludo_env.rules import Rules
 from policies.league.evaluation import evaluate_command, evaluate_panel
+from policies.league.store import LeagueWriteFailed
 from policies.players import PlayerError, make_player
 
 if TYPE_CHECKING:
@@ -191,9 +194,10 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
                 if trainer.budget_spent(state):
                     saved, saved_at = save(trainer, state), state.iteration
                 elif trainer.save_every and state.iteration % trainer.save_every == 0:
-                    saved, saved_at = trainer.checkpoint(state), state.iteration
+                    saved, saved_at = save(trainer, state, trainer.checkpoint), state.iteration
                 stops.raise_pending()  # a stop signal that library code on the step's path swallowed
-        except UserError as err:  # an agent that fails mid-run (a panel bot of the user's): keep what was trained
+        except (UserError, LeagueWriteFailed) as err:  # an agent that fails mid-run (a panel bot of the user's), a
+            # league its disk takes no more of: keep what was trained
             state.elapsed_s = time.perf_counter() - started
             saved = None if isinstance(err, SaveFailed) else saved_when_stopping(trainer, state)
             logger.finish()
@@ -222,7 +226,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
     try:
         final = trainer.final_evaluation(state, policy) if cfg.eval.final_games and policy is not None else None
         best = settle_best(trainer, state, policy, final)
-    except UserError as err:  # a panel bot that fails: the last save is the run's end
+    except (UserError, LeagueWriteFailed) as err:  # a panel bot that fails, a full disk: the last save is the run's end
         logger.finish()
         trainer.close()
         raise UserError(stopped_after(err, trainer, state, saved)) from None
@@ -240,11 +244,12 @@ class SaveFailed(UserError):
     """A save that could not be written (a full disk): what was saved before it is the run's end."""
 
 
-def save(trainer: Trainer, state: RunState) -> Path:
-    """`Trainer.save`; a failure to write it (`OSError`: a full disk, a folder gone) is `SaveFailed`, one line
-    naming the newest complete checkpoint, which the failed save leaves as it was."""
+def save(trainer: Trainer, state: RunState, write: Callable[[RunState], Path] | None = None) -> Path:
+    """`Trainer.save` (or `write`: `Trainer.checkpoint`); a failure to write it (`OSError`: a full disk, a folder
+    gone, a league the disk takes no more of) is `SaveFailed`, one line naming the newest complete checkpoint, which
+    the failed save leaves as it was."""
     try:
-        return trainer.save(state)
+        return (write or trainer.save)(state)
     except OSError as err:
         newest = trainer.run.checkpoint_dirs()
         kept = f"the newest complete one is {newest[-1]}" if newest else "the run has no complete one"
@@ -263,7 +268,7 @@ def saved_when_stopping(trainer: Trainer, state: RunState) -> Path | SaveFailed:
         return failed
 
 
-def stopped_after(err: UserError, trainer: Trainer, state: RunState, saved: Path | SaveFailed | None) -> str:
+def stopped_after(err: UserError | LeagueWriteFailed, trainer: Trainer, state: RunState, saved: Path | SaveFailed | None) -> str:
     """The one line of a run stopped mid-way by `err`: what failed, what was saved, how to go on."""
     if isinstance(err, SaveFailed):
         return f"{err}; the run stopped at {trainer.unit} {state.iteration}"

@@ -50,11 +50,13 @@ The two site tables are made in place when a database is opened for writing
 Durability: WAL journal mode, ``synchronous=FULL`` and one transaction per
 change (`transaction` groups several), so a ``kill -9`` at any moment leaves
 a database that opens with every committed change in it and nothing half
-written.
+written. A write the disk has no room for is `LeagueWriteFailed`, one line,
+and keeps nothing of its transaction.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sqlite3
 import time
@@ -142,6 +144,30 @@ CREATE INDEX IF NOT EXISTS site_games_address ON site_games (address, created_at
 
 class LeagueStoreError(ValueError):
     """The database cannot be used as a league (not one, a newer schema, a bad member); one line."""
+
+
+class LeagueWriteFailed(LeagueStoreError, OSError):
+    """A write that the league's disk had no room for, or could not take (SQLite's FULL and IOERR); one line naming
+    the database. Nothing of its transaction was kept. It is an `OSError` too, with the database as its
+    ``filename``, so that a caller that survives a failed file write (a training run's save) treats it as one."""
+
+    def __init__(self, path: Path, err: sqlite3.Error):
+        self.message = f"{path}: the league could not be written ({err})"
+        super().__init__(self.message)
+        self.errno = errno.ENOSPC if err.sqlite_errorcode == sqlite3.SQLITE_FULL else errno.EIO
+        self.strerror = str(err)
+        self.filename = str(path)
+
+    def __str__(self) -> str:  # OSError's would print "[Errno 28] ..." without the path's context
+        return self.message
+
+
+def write_failed(err: BaseException) -> bool:
+    """Whether `err` is SQLite saying the disk took no write: no room (FULL) or an I/O error (IOERR and its
+    extended codes), as opposed to a busy database or a bad statement."""
+    code = getattr(err, "sqlite_errorcode", None)
+    return isinstance(err, sqlite3.OperationalError) and code is not None and \
+        code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
 
 
 @dataclass(frozen=True)
@@ -274,7 +300,8 @@ class LeagueStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside commit together or not at all; nested uses join the outer one."""
+        """All writes inside commit together or not at all; nested uses join the outer one. A write the disk takes
+        no more of is `LeagueWriteFailed`."""
         if self._depth:
             self._depth += 1
             try:
@@ -286,11 +313,16 @@ class LeagueStore:
         self._depth = 1
         try:
             yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
             self.db.execute("COMMIT")
+        except BaseException as err:
+            # SQLite has already undone a transaction whose write failed for room; a second ROLLBACK would raise
+            # "no transaction is active" in place of the reason.
+            if self.db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # the error under way is the one to tell
+                    self.db.execute("ROLLBACK")
+            if write_failed(err):
+                raise LeagueWriteFailed(self.path, err) from None
+            raise
         finally:
             self._depth = 0
 

@@ -72,17 +72,21 @@ def imitating(tmp_path, records):
     """An imitation run under way (two metrics rows written), started in the test's setup, beside the other
     worker's tests; only the stop is timed alone (tests/conftest.py)."""
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=imitate", f"algo.records=[{records}]",
-                             "algo.epochs=10000000", "algo.target_mse=0", "algo.log_every=50", "wandb.mode=disabled",
-                             f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=script_env())
+    # Its output goes to files, not pipes: nobody reads while the test waits its turn, and a full pipe would hold
+    # the run up on a write.
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=imitate", f"algo.records=[{records}]",
+                                 "algo.epochs=10000000", "algo.target_mse=0", "algo.log_every=50",
+                                 "wandb.mode=disabled", f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=stdout,
+                                stderr=stderr, env=script_env())
     try:
         deadline = time.monotonic() + 120
         while not ((run_dir / "metrics.jsonl").is_file() and len(metrics(run_dir)) >= 2):
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert proc.poll() is None, err.read_text()[-3000:]
             assert time.monotonic() < deadline, "no second metrics row in time"
             time.sleep(0.05)
-        yield run_dir, proc
+        yield run_dir, proc, out, err
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -91,9 +95,10 @@ def imitating(tmp_path, records):
 @pytest.mark.serial  # times how fast it happens (tests/conftest.py)
 def test_sigterm_writes_the_network_trained_so_far_as_the_policy(imitating):
     """A scheduler's stop (SIGTERM) mid-training saves, as Ctrl-C does, through the shared run loop."""
-    run_dir, proc = imitating
+    run_dir, proc, stdout, stderr = imitating
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    out, err = stdout.read_text(), stderr.read_text()
     assert proc.returncode == 143, err[-3000:]  # 128 + SIGTERM, once the policy is saved
     stopped = re.search(r"stopped at epoch (\d+): saving the network as the policy", out)
     assert stopped, out[-2000:]

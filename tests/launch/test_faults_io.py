@@ -205,6 +205,86 @@ def test_a_damaged_league_database_is_one_line_naming_it(tmp_path):
     assert not (tmp_path / "leaderboard.html").exists()
 
 
+# ------------------------------------------------------------------ 3b. a league on a full disk during training
+TD_TINY = ["+exp=td_lambda", "algo.value=mlp", "algo.hidden=[8]", "algo.games=16", "algo.steps_per_iteration=20",
+           "eval.every=0", "eval.final_games=0", "checkpoint.every=1", "budget.iterations=6", "wandb.mode=disabled"]
+
+
+def no_room_left(store: LeagueStore) -> None:
+    """The league's database grows no further: its next new page fails with SQLITE_FULL, what a full disk gives."""
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    store.db.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def td_trainer_with_a_league(run_dir: Path, full_at: int, in_save: bool):
+    """The TD(lambda) trainer recording a league round at every step (in `advance`) or at every save, as the RLlib
+    trainer records snapshots and rating rounds; from iteration `full_at` on its league has no room left."""
+    from launch.training.trainers.td_lambda import TDLambda
+    from tests.launch.configs import train_config
+
+    class WithALeague(TDLambda):
+        def start(self, state):
+            self.league = LeagueStore.open(self.run.path / "league.db")
+            self.seats = [self.league.ensure_member(name, "bot", name).id for name in ("random", "fast", "hybrid",
+                                                                                        "defensive")]
+            return super().start(state)
+
+        def record_round(self, state):
+            if state.iteration >= full_at:
+                no_room_left(self.league)
+            with self.league.transaction():
+                round_id = self.league.add_round("training", self.rules.name, iteration=state.iteration)
+                self.league.add_matches(round_id, self.rules.name, [(self.seats, (1, 2, 3, 4))] * 2_000)
+
+        def advance(self, state):
+            super().advance(state)
+            if not in_save:
+                self.record_round(state)
+
+        def save(self, state):
+            if in_save:
+                self.record_round(state)
+            return super().save(state)
+
+        def close(self):
+            self.league.close()
+
+    return WithALeague(train_config(*TD_TINY, run_dir=str(run_dir)))
+
+
+@pytest.mark.parametrize("in_save", [False, True], ids=["during a step", "during a save"])
+def test_a_league_write_the_disk_has_no_room_for_stops_the_run_in_one_line_and_it_resumes(tmp_path, in_save):
+    from launch.training.loop import run
+    from launch.training.runs import RunDir
+
+    run_dir = tmp_path / "run"
+    with pytest.raises(UserError) as stopped:
+        run(td_trainer_with_a_league(run_dir, full_at=3, in_save=in_save))
+    line = str(stopped.value)
+    assert "\n" not in line and "database or disk is full" in line and str(run_dir / "league.db") in line, line
+    checkpoints = RunDir(run_dir).checkpoint_dirs()
+    if in_save:  # the checkpoint of iteration 3 failed with its league: the one of iteration 2 is the run's end
+        assert line.startswith("a checkpoint at iteration 3 could not be written (database or disk is full: "), line
+        assert [c.name for c in checkpoints] == ["iter_000001", "iter_000002"]
+        assert line.endswith(f"the newest complete one is {checkpoints[-1]} (resume with: python launch/train.py "
+                             f"resume={run_dir}); the run stopped at iteration 3"), line
+    else:  # the step's league round failed; the run saves what it trained, as after any failure mid-run
+        assert line.startswith(f"{run_dir / 'league.db'}: the league could not be written (database or disk is "
+                               "full); the run stopped at iteration 3 after saving "), line
+        assert [c.name for c in checkpoints][-1] == "iter_000003"
+        assert line.endswith(f"(resume with: python launch/train.py resume={run_dir})"), line
+    with LeagueStore.open(run_dir / "league.db", create=False) as league:  # every committed round, no half one
+        assert [r["iteration"] for r in league.rounds()] == [1, 2]
+        assert len(league.matches()) == 2 * 2_000
+
+    # A resume with room again goes on from the newest complete checkpoint to the budget's end.
+    from launch.training.trainers.td_lambda import TDLambda
+    from tests.launch.configs import train_config
+
+    run(TDLambda(train_config(*TD_TINY, f"resume={run_dir}", run_dir=str(run_dir))))
+    assert RunDir(run_dir).checkpoint_dirs()[-1].name == "iter_000006"
+
+
 # ------------------------------------------------------------------ 4. damaged RLlib state in the newest checkpoint
 def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
     """A checkpoint's files: small pickles for RLlib's state, and main's real policy as `cfg` builds it."""
@@ -397,8 +477,6 @@ def test_a_restart_stops_what_a_killed_driver_of_the_run_left_running(tmp_path):
             process.wait()
 
 
-@pytest.mark.slow  # two training starts with Ray: about 3 minutes on 2 busy cores
-@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
 def _is_watchdog_of(pid: int, driver: int) -> bool:
     from launch.training.watchdog import MARKER
 
@@ -413,6 +491,7 @@ def _is_watchdog_of(pid: int, driver: int) -> bool:
 
 
 @pytest.mark.slow  # 45 s; the watchdog alone is tested in CI (tests/launch/test_training_faults_ray.py)
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
 def test_resume_after_kill_9_of_the_driver_and_its_watchdog_stops_its_ray_agents(tmp_path):
     import json
     import time

@@ -39,16 +39,18 @@ def left_of(group: int) -> list[str]:
 def training_driver(tmp_path):
     """A training driver whose run is under way (Ray, its agents and wandb's service up), started in the test's
     setup, beside the other worker's tests; only the kill and the wait are timed alone (tests/conftest.py)."""
-    proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=smoke", "budget.iterations=1000",
-                             "wandb.mode=offline", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=script_env(),
-                            start_new_session=True)
+    out = tmp_path / "stdout"  # a file, not a pipe: nobody reads while the test waits its turn
+    with out.open("w") as stdout:
+        proc = subprocess.Popen([sys.executable, "launch/train.py", "+exp=smoke", "budget.iterations=1000",
+                                 "wandb.mode=offline", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT,
+                                stdout=stdout, stderr=subprocess.DEVNULL, env=script_env(), start_new_session=True)
     try:
-        for line in proc.stdout:
-            if line.startswith("it "):  # training runs: Ray, its agents, wandb's service are all up
-                break
-        else:
-            raise AssertionError("the run ended before its first iteration")
+        # Training runs once its first progress line is out: Ray, its agents and wandb's service are all up.
+        deadline = time.monotonic() + 400
+        while not any(line.startswith("it ") for line in out.read_text().splitlines()):
+            assert proc.poll() is None, "the run ended before its first iteration"
+            assert time.monotonic() < deadline, "no first iteration in 400 s"
+            time.sleep(0.1)
         yield proc
     finally:
         for row in left_of(proc.pid):  # a failed test leaves nothing running either

@@ -1,6 +1,7 @@
 """The league database: round trips, one-line refusals, read-only readers, transactions, and kill -9."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import random
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from policies.league.ratings import ordinal, start_rating
-from policies.league.store import SCHEMA_VERSION, LeagueStore, LeagueStoreError
+from policies.league.store import SCHEMA_VERSION, LeagueStore, LeagueStoreError, LeagueWriteFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -293,6 +294,39 @@ def test_an_exception_inside_a_transaction_rolls_back_everything_in_it(store):
         round_id = store.add_round("training", "classic", iteration=20)
         store.add_matches(round_id, "classic", [((a, b, c, d), (4, 3, 2, 1))])
     assert [r["iteration"] for r in store.rounds()] == [20] and len(store.matches()) == 1
+
+
+def no_room_left(store: LeagueStore) -> None:
+    """Let the database grow no further: its next new page fails with SQLite's SQLITE_FULL, what a full disk gives."""
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    store.db.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def test_a_write_the_disk_has_no_room_for_is_one_line_and_leaves_the_league_as_it_was(tmp_path):
+    path = tmp_path / "league.db"
+    with LeagueStore.open(path) as store:
+        a, b, c, d = four_bots(store)
+        no_room_left(store)
+        games = [((a, b, c, d), (1, 2, 3, 4))] * 5_000  # more than the free room of the pages there are
+        with pytest.raises(LeagueWriteFailed) as failed, store.transaction():
+            round_id = store.add_round("training", "classic", iteration=10)
+            store.add_matches(round_id, "classic", games)
+        line = one_line_error(failed, str(path), "could not be written", "database or disk is full")
+        # Callers that keep a run going treat it as any failed write of a file: an OSError with the path.
+        assert isinstance(failed.value, OSError) and isinstance(failed.value, LeagueStoreError)
+        assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(path), line
+        # SQLite undid the transaction when the write failed: the rollback after it must not hide the failure.
+        assert not store.db.in_transaction and store.rounds() == [] and store.matches() == []
+        lone = store.add_round("training", "classic", iteration=15)  # one row: its table's page has room
+        with pytest.raises(LeagueWriteFailed):  # a write that is its own transaction fails the same way
+            store.add_matches(lone, "classic", games)
+        assert store.matches() == []
+        store.db.execute("PRAGMA max_page_count = 1073741823")  # room again: the same connection writes on
+        with store.transaction():
+            store.add_matches(store.add_round("training", "classic", iteration=20), "classic", games[:3])
+    with LeagueStore.open(path, create=False) as again:
+        assert [r["iteration"] for r in again.rounds()] == [15, 20] and len(again.matches()) == 3
+        assert [m.name for m in again.members()] == ["random", "fast", "hybrid", "defensive"]
 
 
 def test_a_keyboard_interrupt_rolls_back_too(store):
