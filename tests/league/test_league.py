@@ -455,6 +455,19 @@ def test_a_round_with_main_seats_it_in_every_other_line_up(make_league):
     assert league.main_standing()[1] == 5
 
 
+def test_the_summary_names_mains_rank_once_it_has_played_and_says_so_before(make_league, tmp_path):
+    from launch.training.trainers.rllib import standing_line
+
+    league = make_league(bots=("random", "fast", "hybrid", "defensive"), lineups=2, games_per_lineup=4)
+    show = f"python launch/league.py show league={tmp_path}"
+    assert standing_line(league, tmp_path) == f"main has played no rated game in the league ({show})"
+    league.rating_round(RULES, seed=2, main_player=NamedBot("hybrid", MAIN_MEMBER), iteration=4)
+    rank, members, main = league.main_standing()
+    line = standing_line(league, tmp_path)
+    assert line.startswith(f"main is {rank} of {members} in the league (mu {main.mu:.1f} ± "), line
+    assert line.endswith(f"; {show})"), line
+
+
 def flat(ratings: dict[int, tuple[float, float]]) -> dict[tuple[int, str], float]:
     """``{id: (mu, sigma)}`` as ``{(id, "mu"): mu, (id, "sigma"): sigma}``: pytest.approx compares flat dicts only."""
     return {(member, key): value for member, pair in ratings.items() for key, value in zip(("mu", "sigma"), pair)}

@@ -783,11 +783,18 @@ def write_summary(cfg: TrainConfig, run: RunDir, state: RunState, checkpoint: Pa
         lines.append(f"note:       the {budget.minutes:g}-minute cap stopped the run at {state.env_steps:,} of "
                      f"budget.env_steps={budget.env_steps:,}: a busy machine; its numbers are not a full run's "
                      f"(continue with resume={run.path} budget.minutes=<more>)")
+    lines.append(standing_line(league, run.path))
+    return lines, fields
+
+
+def standing_line(league, run_path: Path) -> str:
+    """The summary's line on main's place in the league, with the command that shows the whole league."""
+    show = f"python launch/league.py show league={run_path}"
     rank, members, main = league.main_standing()
+    if rank is None:  # no rating round has seated it: a league without rounds (a best response's externals alone)
+        return f"main has played no rated game in the league ({show})"
     # Near-equals share a rank: name them, or a user reads the order among them as real.
     rivals = [m.name for m in league.within_noise(main)]
     more = f" and {len(rivals) - 4} more" if len(rivals) > 4 else ""
     tied = f"; within noise of it: {', '.join(rivals[:4])}{more}" if rivals else ""
-    lines.append(f"main is {rank} of {members} in the league (mu {main.mu:.1f} ± {1.96 * main.sigma:.1f}{tied}; "
-                 f"python launch/league.py show league={run.path})")
-    return lines, fields
+    return f"main is {rank} of {members} in the league (mu {main.mu:.1f} ± {1.96 * main.sigma:.1f}{tied}; {show})"
