@@ -226,7 +226,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
     try:
         final = trainer.final_evaluation(state, policy) if cfg.eval.final_games and policy is not None else None
         best = settle_best(trainer, state, policy, final)
-    except (UserError, LeagueWriteFailed) as err:  # a panel bot that fails, a full disk: the last save is the run's end
+    except (UserError, LeagueWriteFailed) as err:  # a panel bot that fails, a full disk: the last save is the end
         logger.finish()
         trainer.close()
         raise UserError(stopped_after(err, trainer, state, saved)) from None
@@ -268,7 +268,8 @@ def saved_when_stopping(trainer: Trainer, state: RunState) -> Path | SaveFailed:
         return failed
 
 
-def stopped_after(err: UserError | LeagueWriteFailed, trainer: Trainer, state: RunState, saved: Path | SaveFailed | None) -> str:
+def stopped_after(err: UserError | LeagueWriteFailed, trainer: Trainer, state: RunState,
+                  saved: Path | SaveFailed | None) -> str:
     """The one line of a run stopped mid-way by `err`: what failed, what was saved, how to go on."""
     if isinstance(err, SaveFailed):
         return f"{err}; the run stopped at {trainer.unit} {state.iteration}"
