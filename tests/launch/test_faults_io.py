@@ -16,6 +16,7 @@ import pytest
 
 from launch.cli import UserError, check_integers, check_output, write_text
 from policies.league.store import LeagueStore, LeagueStoreError
+from tests.league.full_disk import no_room_left
 from tests.league.tiny_policy import write_tiny_policy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,12 +209,6 @@ def test_a_damaged_league_database_is_one_line_naming_it(tmp_path):
 # ------------------------------------------------------------------ 3b. a league on a full disk during training
 TD_TINY = ["+exp=td_lambda", "algo.value=mlp", "algo.hidden=[8]", "algo.games=16", "algo.steps_per_iteration=20",
            "eval.every=0", "eval.final_games=0", "checkpoint.every=1", "budget.iterations=6", "wandb.mode=disabled"]
-
-
-def no_room_left(store: LeagueStore) -> None:
-    """The league's database grows no further: its next new page fails with SQLITE_FULL, what a full disk gives."""
-    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
-    store.db.execute(f"PRAGMA max_page_count = {pages}")
 
 
 def td_trainer_with_a_league(run_dir: Path, full_at: int, in_save: bool):

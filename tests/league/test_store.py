@@ -17,6 +17,7 @@ import pytest
 
 from policies.league.ratings import ordinal, start_rating
 from policies.league.store import SCHEMA_VERSION, LeagueStore, LeagueStoreError, LeagueWriteFailed
+from tests.league.full_disk import no_room_left
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -294,12 +295,6 @@ def test_an_exception_inside_a_transaction_rolls_back_everything_in_it(store):
         round_id = store.add_round("training", "classic", iteration=20)
         store.add_matches(round_id, "classic", [((a, b, c, d), (4, 3, 2, 1))])
     assert [r["iteration"] for r in store.rounds()] == [20] and len(store.matches()) == 1
-
-
-def no_room_left(store: LeagueStore) -> None:
-    """Let the database grow no further: its next new page fails with SQLite's SQLITE_FULL, what a full disk gives."""
-    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
-    store.db.execute(f"PRAGMA max_page_count = {pages}")
 
 
 def test_a_write_the_disk_has_no_room_for_is_one_line_and_leaves_the_league_as_it_was(tmp_path):
