@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -25,7 +24,7 @@ from policies.checkpoints import read_meta
 from policies.records import load_decisions
 from policies.tournament import play_tournament
 from tests.agents.ga_runs import ROOT, train
-from tests.launch.configs import metrics, script_env, train_config
+from tests.launch.configs import metrics, script_env, train_config, wait_until
 
 PYLUDO = Rules.load("pyludo")
 
@@ -81,11 +80,8 @@ def imitating(tmp_path, records):
                                  "wandb.mode=disabled", f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=stdout,
                                 stderr=stderr, env=script_env())
     try:
-        deadline = time.monotonic() + 120
-        while not ((run_dir / "metrics.jsonl").is_file() and len(metrics(run_dir)) >= 2):
-            assert proc.poll() is None, err.read_text()[-3000:]
-            assert time.monotonic() < deadline, "no second metrics row in time"
-            time.sleep(0.05)
+        wait_until(lambda: (run_dir / "metrics.jsonl").is_file() and len(metrics(run_dir)) >= 2, proc, 120,
+                   "second metrics row", lambda: err.read_text()[-3000:])
         yield run_dir, proc, out, err
     finally:
         if proc.poll() is None:

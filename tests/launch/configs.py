@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,21 +44,26 @@ def kill_training_when(run_dir: Path, args: list[str], ready, timeout_s: float, 
     import signal
     import subprocess
     import sys
-    import time
 
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, *script, *args, f"hydra.run.dir={run_dir}"], cwd=root,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=script_env(),
                             start_new_session=True)
-    deadline = time.monotonic() + timeout_s
     try:
-        while not ready():
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, f"no {what} in time"
-            time.sleep(poll_s)
+        wait_until(ready, proc, timeout_s, what, lambda: proc.stderr.read()[-3000:], poll_s)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def wait_until(ready, proc, timeout_s: float, what: str, why_it_ended=lambda: "", poll_s: float = 0.05) -> None:
+    """Poll until ``ready()`` holds for the run `proc`; fails with ``why_it_ended()`` (its stderr) if the run ends
+    first, or with "no <what> in time" after `timeout_s` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert proc.poll() is None, why_it_ended()
+        assert time.monotonic() < deadline, f"no {what} in time"
+        time.sleep(poll_s)
 
 
 def flat_weights(state) -> dict[str, np.ndarray]:

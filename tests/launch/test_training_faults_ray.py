@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch.configs import script_env
+from tests.launch.configs import script_env, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,11 +46,8 @@ def training_driver(tmp_path):
                                 stdout=stdout, stderr=subprocess.DEVNULL, env=script_env(), start_new_session=True)
     try:
         # Training runs once its first progress line is out: Ray, its agents and wandb's service are all up.
-        deadline = time.monotonic() + 400
-        while not any(line.startswith("it ") for line in out.read_text().splitlines()):
-            assert proc.poll() is None, "the run ended before its first iteration"
-            assert time.monotonic() < deadline, "no first iteration in 400 s"
-            time.sleep(0.1)
+        wait_until(lambda: any(line.startswith("it ") for line in out.read_text().splitlines()), proc, 400,
+                   "first iteration", lambda: "the run ended before its first iteration", poll_s=0.1)
         yield proc
     finally:
         for row in left_of(proc.pid):  # a failed test leaves nothing running either
