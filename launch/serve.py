@@ -149,7 +149,7 @@ os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # as lau
 class ServeConfig:
     agents: list[str] = field(default_factory=list)
     """Player specs loaded at start-up and offered as opponents beside the seed bots: ckpt:<path>,
-    search:<path>?depth=2, mcts:<path>?sims=64, py:package.module:Class."""
+    search:<path>?depth=2, mcts:<path>?sims=64, rollout:<player spec>?n=16, py:package.module:Class."""
     league: str | None = None
     """A league run folder (its league.db) or database: its active members are offered, /league shows its
     leaderboard, and a person's games against its members are rated."""

@@ -60,6 +60,7 @@ from policies.search import (
     ValueSource,
     cached_value_source,
     int_option,
+    non_negative_option,
     policy_probabilities,
     reject_unknown,
     split_spec,
@@ -237,13 +238,7 @@ def make_mcts_player(spec: str, seed: int = 0) -> MCTSPlayer:
     if not path:
         raise ValueError(f"player '{spec}' names no policy: use mcts:<path>?sims=64")
     sims = int_option(options, "sims", 64, spec, 1, MAX_SIMS)
-    raw_c = options.pop("c", "1.25")
-    try:
-        c = float(raw_c)
-    except ValueError:
-        c = -1.0
-    if not c >= 0 or math.isinf(c):
-        raise ValueError(f"player '{spec}': c={raw_c} is not allowed: give a number >= 0")
+    c = non_negative_option(options, "c", 1.25, spec)
     value_path = options.pop("value", None)
     reject_unknown(options, spec, ("sims", "c", "value"))
     if not Path(path).exists():

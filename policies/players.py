@@ -27,12 +27,16 @@ every game in which that player is to move.
 ``mcts:<path>?sims=64``
     Monte Carlo tree search with chance nodes, a PPO policy as prior and its
     critic at the leaves (``policies.mcts``).
+``rollout:<player spec>?n=16``
+    each legal token scored by games played out from it to the end by another
+    player (a bot, ``ckpt:<path>`` or ``champion:<variant>``) at every seat
+    (``policies.rollout``).
 ``champion:<variant>``
     the shipped champion of a rule set (``policies.champions``), played as
     ``ckpt:`` plays its policy folder, under this name.
 
 A bad spec raises `PlayerSpecError` with one line that lists what is allowed. A learned player
-(``ckpt:``, ``search:``, ``mcts:``, ``champion:``) knows the variant and player count it was trained for
+(``ckpt:``, ``search:``, ``mcts:``, ``champion:``, and ``rollout:`` over one of them) knows the variant and player count it was trained for
 (``trained_for``, from its ``policy.json``); `check_fits` refuses it in a game of others.
 
 Bring your own bot
@@ -85,6 +89,7 @@ from ludo_env.engine.frame import mover_view_batch
 from ludo_env.engine.jit import kernel
 from ludo_env.engine.layout import DIE
 from policies.champions import CHAMPION_PREFIX, ChampionError, champion_folder
+from policies.rollout import ROLLOUT_PREFIX, make_rollout_player
 
 
 class PlayerSpecError(ValueError):
@@ -124,7 +129,7 @@ def bot_names() -> tuple[str, ...]:
 def allowed_specs() -> str:
     """The one-line list of accepted specs, for error messages."""
     return (f"use a bot name ({', '.join(bot_names())}), py:package.module:ClassName, ckpt:<path>, "
-            "search:<path>?depth=2, mcts:<path>?sims=64 or champion:<variant>")
+            "search:<path>?depth=2, mcts:<path>?sims=64, rollout:<player spec>?n=16 or champion:<variant>")
 
 
 def make_player(spec: str, seed: int = 0, rules: Any = None,
@@ -145,6 +150,8 @@ def make_player(spec: str, seed: int = 0, rules: Any = None,
         player = _load_champion(spec)
     elif spec.startswith(("search:", "mcts:")):
         player = _load_search_player(spec, seed)
+    elif spec.startswith(ROLLOUT_PREFIX):
+        player = _load_rollout_player(spec, seed)
     elif spec in bot_names():
         return BotPlayer(spec, seed)
     else:
@@ -469,6 +476,16 @@ def _load_search_player(spec: str, seed: int) -> Player:
     except (PolicyFileError, ValueError) as err:
         message = _one_line(err)
         raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
+
+
+def _load_rollout_player(spec: str, seed: int) -> Player:
+    try:
+        return make_rollout_player(spec, seed, make_player)
+    except PlayerSpecError as err:  # the rollout policy's own spec is wrong: say which spec holds it
+        message = _one_line(err)
+        raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
+    except ValueError as err:
+        raise PlayerSpecError(_one_line(err)) from err
 
 
 def _raised(err: BaseException) -> str:

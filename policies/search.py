@@ -65,6 +65,7 @@ for their mover; `ModuleValue` turns them into seat values (see there).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -507,6 +508,20 @@ def int_option(options: dict[str, str], key: str, default: int, spec: str, low: 
         value = None
     if value is None or not low <= value <= high:
         raise ValueError(f"player '{spec}': {key}={raw} is not allowed: give a whole number in {low}..{high}")
+    return value
+
+
+def non_negative_option(options: dict[str, str], key: str, default: float, spec: str) -> float:
+    """Option `key` as a finite number >= 0 (`default` when absent); ValueError with one line otherwise."""
+    raw = options.pop(key, None)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < math.inf:
+        raise ValueError(f"player '{spec}': {key}={raw} is not allowed: give a number >= 0")
     return value
 
 

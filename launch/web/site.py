@@ -61,6 +61,11 @@ class Opponent:
 
 def short_label(spec: str) -> str:
     """A spec short enough for a seat label: a path by its last folder, options kept."""
+    from policies.rollout import ROLLOUT_PREFIX
+
+    if spec.startswith(ROLLOUT_PREFIX):  # rollouts over a policy: that policy's label inside
+        inner, sep, options = spec[len(ROLLOUT_PREFIX):].partition("?")
+        return f"{ROLLOUT_PREFIX}{short_label(inner)}{sep}{options}"
     for prefix in ("ckpt:", "search:", "mcts:"):
         if spec.startswith(prefix):
             path, sep, options = spec[len(prefix):].partition("?")

@@ -584,11 +584,15 @@ def normalized_external(spec: str) -> str:
     policy folder `policies.champions` names for it), once it is known to be there."""
     from policies.checkpoints import find_policy
     from policies.players import PlayerSpecError
+    from policies.rollout import ROLLOUT_PREFIX
 
     if not isinstance(spec, str) or not spec.strip():  # else find_policy('') looks in the current folder
         raise PlayerSpecError(f"an empty spec {spec!r} names no agent: {EXTERNAL_SPECS}")
     if spec.startswith("py:"):
         return spec
+    if spec.startswith(ROLLOUT_PREFIX):
+        raise PlayerSpecError(f"player '{spec}': a rollout: player cannot join a league: it plays games out at each "
+                              f"of its moves, and a league round would wait on them; {EXTERNAL_SPECS}")
     if spec.startswith(CHAMPION_PREFIX):
         try:
             find_policy(champion_folder(spec))
