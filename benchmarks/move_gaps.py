@@ -75,16 +75,13 @@ def positions(policy, tab: np.ndarray, games: int, plies: list[int], seed: int) 
 def gaps(player: RolloutPlayer, states: np.ndarray, masks: np.ndarray, tab: np.ndarray) -> dict:
     """The alternatives' paired gains over the policy's own token at these decisions."""
     own_token = player.policy.act(states, tab, masks)
-    decision, token = np.nonzero(masks)
-    wins = player.rollout_wins(states, tab, decision, token)
-    own = np.flatnonzero(token == own_token[decision])
-    gain = wins - wins[own][decision]
+    decision, token, wins, gain = player.paired_gains(states, tab, masks, own_token)
     other = token != own_token[decision]
     mean = gain.mean(axis=1)[other]
     spread = gain.std(axis=1, ddof=1)[other]
     error = spread / np.sqrt(player.n)
     return {"decisions": int(states.shape[0]), "alternatives": int(other.sum()),
-            "own_win_share": float(wins[own].mean()), "gain": mean.tolist(), "standard_error": error.tolist(),
+            "own_win_share": float(wins[~other].mean()), "gain": mean.tolist(), "standard_error": error.tolist(),
             "paired_spread": spread.tolist(), "rollouts": int(wins.size)}
 
 

@@ -36,8 +36,9 @@ every game in which that player is to move.
     ``ckpt:`` plays its policy folder, under this name.
 
 A bad spec raises `PlayerSpecError` with one line that lists what is allowed. A learned player
-(``ckpt:``, ``search:``, ``mcts:``, ``champion:``, and ``rollout:`` over one of them) knows the variant and player count it was trained for
-(``trained_for``, from its ``policy.json``); `check_fits` refuses it in a game of others.
+(``ckpt:``, ``search:``, ``mcts:``, ``champion:``, and ``rollout:`` over one of them) knows the variant and
+player count it was trained for (``trained_for``, from its ``policy.json``); `check_fits` refuses it in a game
+of others.
 
 Bring your own bot
 ------------------
@@ -474,18 +475,20 @@ def _load_search_player(spec: str, seed: int) -> Player:
         raise PlayerSpecError(f"player '{spec}': needs torch and ray[rllib] (pip install -e .); "
                               f"missing module '{err.name}'") from err
     except (PolicyFileError, ValueError) as err:
-        message = _one_line(err)
-        raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
+        raise PlayerSpecError(_named_by(spec, err)) from err
 
 
 def _load_rollout_player(spec: str, seed: int) -> Player:
     try:
         return make_rollout_player(spec, seed, make_player)
-    except PlayerSpecError as err:  # the rollout policy's own spec is wrong: say which spec holds it
-        message = _one_line(err)
-        raise PlayerSpecError(message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}") from err
-    except ValueError as err:
-        raise PlayerSpecError(_one_line(err)) from err
+    except ValueError as err:  # its own options, or its rollout policy's spec
+        raise PlayerSpecError(_named_by(spec, err)) from err
+
+
+def _named_by(spec: str, err: BaseException) -> str:
+    """`err` in one line that starts with the spec it is about."""
+    message = _one_line(err)
+    return message if message.startswith(f"player '{spec}'") else f"player '{spec}': {message}"
 
 
 def _raised(err: BaseException) -> str:

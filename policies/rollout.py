@@ -82,10 +82,7 @@ class RolloutPlayer:
         choosing = np.flatnonzero(masks.sum(axis=1) > 1)
         if choosing.size == 0:
             return choices
-        decision, token = np.nonzero(masks[choosing])  # one candidate per legal token of each decision
-        wins = self.rollout_wins(states[choosing], tab, decision, token)
-        own = np.flatnonzero(token == choices[choosing][decision])  # the policy's candidate of each decision
-        gain = wins - wins[own][decision]  # paired with the policy's own rollouts: rollout j on the same dice
+        decision, token, _, gain = self.paired_gains(states[choosing], tab, masks[choosing], choices[choosing])
         mean = gain.mean(axis=1)
         spread = gain.std(axis=1, ddof=1) / np.sqrt(self.n)
         # A candidate replaces the policy's choice only when its gain is more than z standard errors above 0.
@@ -96,6 +93,16 @@ class RolloutPlayer:
         beaten = best.max(axis=1) > 0.0
         choices[choosing[beaten]] = best[beaten].argmax(axis=1)
         return choices
+
+    def paired_gains(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray,
+                     own_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(decision, token, wins, gain)``, one row per legal token of each decision: its rollouts' wins
+        ``(candidates, n)`` and their gain over those of the decision's `own_tokens`, rollout j against rollout j
+        (the same dice)."""
+        decision, token = np.nonzero(masks)
+        wins = self.rollout_wins(states, tab, decision, token)
+        own = np.flatnonzero(token == own_tokens[decision])  # one candidate per decision
+        return decision, token, wins, wins - wins[own][decision]
 
     def rollout_wins(self, states: np.ndarray, tab: np.ndarray, decision: np.ndarray, token: np.ndarray) -> np.ndarray:
         """``(candidates, n)``: 1 where rollout j of candidate (`decision[i]`, `token[i]`) was won by the mover."""
