@@ -33,7 +33,7 @@ import numpy as np
 from launch.cli import OneLineParser, UserError, benchmark_rules, fail, input_errors, positive, write_text
 from ludo_env.engine.batch import legal_masks, new_batch, step_batch
 from ludo_env.engine.layout import OVER, compile_rules
-from ludo_env.rules import MAX_TOKENS
+from ludo_env.rules import MAX_TOKENS, Rules
 from policies.players import make_player
 from policies.rollout import MAX_ROLLOUTS, RolloutPlayer
 
@@ -124,7 +124,10 @@ def main(argv: list[str]) -> None:
     if variant is not None and args.variant is not None and args.variant != variant:
         raise UserError(f"{args.policy} was trained for {variant}: drop --variant {args.variant} or give "
                         f"--variant {variant}")
-    rules, _ = benchmark_rules(variant or args.variant or "classic", [], players or 4)
+    if variant is not None:  # named by the policy's policy.json: data, never a path
+        rules = Rules.named(variant, players=players or 4)
+    else:
+        rules, _ = benchmark_rules(args.variant or "classic", [], players or 4)
     tab = compile_rules(rules)
     print(f"{args.policy} on {rules.name}: {args.games} self-play games, positions at plies {plies}, "
           f"{args.rollouts} rollouts per legal token", file=sys.stderr)

@@ -66,3 +66,17 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert proc.returncode == 2, args
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(message), lines
+
+
+def test_a_variant_the_policy_file_names_by_path_is_refused_not_read(tmp_path):
+    from tests.league.tiny_policy import write_tiny_policy
+
+    folder = write_tiny_policy(tmp_path / "policy")
+    meta = json.loads((folder / "policy.json").read_text())
+    meta["model_config"]["variant"] = str(ROOT / "conf" / "variant" / "classic.yaml")  # a path, not a name
+    (folder / "policy.json").write_text(json.dumps(meta))
+    proc = subprocess.run([*SCRIPT, f"ckpt:{folder}", "--games", "2", "--rollouts", "2"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: unknown variant '"), lines
