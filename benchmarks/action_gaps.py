@@ -29,7 +29,7 @@ def top_two_gaps(policy: str, positions: int, seed: int) -> np.ndarray:
     player = load_checkpoint_player(policy)
     if not isinstance(player.module, MaskedDQNTorchRLModule):
         raise UserError(f"{policy} is no DQN policy: action gaps are gaps between Q-values")
-    rules = Rules.load(player.variant, players=player.players)
+    rules = Rules.recorded(player.variant, players=player.players)
     states, tab, masks = random_positions(rules, positions, seed)
     choice = masks.sum(axis=1) >= 2
     states, masks = states[choice], masks[choice]

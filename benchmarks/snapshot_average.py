@@ -66,7 +66,7 @@ def compare(run: Path, last: int, games: int, seed: int, opponents: list[str]) -
     chosen = folders[-last:]
     averaged = average_policy(chosen, run / f"averaged_last{len(chosen)}")
     meta = read_meta(chosen[-1])["model_config"]
-    rules = Rules.load(meta["variant"], players=int(meta["players"]))
+    rules = Rules.recorded(meta["variant"], players=int(meta["players"]))
     print(f"{run}: the average of {', '.join(f.name for f in chosen)} -> {averaged}")
     for opponent in opponents:
         wins_last = first_entry_wins(f"ckpt:{chosen[-1]}", opponent, rules, games, seed)

@@ -203,6 +203,14 @@ class Rules:
             raise RulesError(f"unknown variant {shown}: a variant is named by one of {', '.join(known)}")
         return cls.load(name, **overrides)
 
+    @classmethod
+    def recorded(cls, variant: Any, **overrides: Any) -> "Rules":
+        """Rules a saved file records: its rule fields (a mapping, what training saves in ``policy.json``), or a
+        variant name (older files), never a path (`named`)."""
+        if isinstance(variant, Mapping):
+            return cls.load(variant, **overrides)
+        return cls.named(variant, **overrides)
+
     def replace(self, **changes: Any) -> "Rules":
         """A validated copy with some fields changed."""
         return Rules.load(dataclasses.asdict(self), **changes)

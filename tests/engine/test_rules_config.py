@@ -70,3 +70,13 @@ def test_overrides_coerce_lists_and_keep_rules_immutable():
     rules = Rules.load("classic", enter_rolls=[1, 6])
     assert rules.enter_rolls == (1, 6)
     assert Rules.load("classic").home == 56 and Rules.load("ucsd").home == 52
+
+
+def test_rules_a_file_records_are_its_fields_or_a_variant_name_never_a_path():
+    classic = Rules.load("classic")
+    assert Rules.recorded(classic.to_dict(), players=2) == Rules.load("classic", players=2)
+    assert Rules.recorded("pyludo", players=4) == Rules.load("pyludo", players=4)
+    path = str(Path(__file__).resolve().parents[2] / "conf" / "variant" / "classic.yaml")
+    assert Rules.load(path) == classic  # the command line may name a YAML file
+    with pytest.raises(RulesError, match="unknown variant '/"):
+        Rules.recorded(path)  # a file's own contents may not
