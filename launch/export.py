@@ -393,7 +393,7 @@ def export_policy(ckpt: str | Path, fmt: str, out: str | Path, check: int = 1000
         written = (write_onnx if fmt == "onnx" else write_torchscript)(wrapper, dim, model_file)
         checked = 0
         if check:
-            rules = Rules.named(model_config["variant"], players=int(model_config["players"]))
+            rules = Rules.recorded(model_config["variant"], players=int(model_config["players"]))
             checked = check_export(load_exported(model_file, fmt), ModulePlayer(module), rules, check, seed)
         metadata = _metadata(out.name, written, folder, kind, model_config, encoder, dim,
                              feature_names(encoder), fmt, {"positions": checked, "seed": seed})

@@ -193,6 +193,15 @@ def test_the_command_writes_the_model_and_checks_it(policies, tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary folder left
 
 
+def test_a_policy_as_training_saves_it_exports_and_checks_under_its_recorded_rules(tmp_path):
+    # Training records the variant as its rule fields (a mapping), not a name: the check plays those rules.
+    shipped = ROOT / "benchmarks" / "policies" / "default_pyludo_8M" / "policy"
+    assert isinstance(json.loads((shipped / "policy.json").read_text())["model_config"]["variant"], dict)
+    run = export_cli(f"ckpt={shipped}", f"out={tmp_path / 'agent.pt'}", "check=100")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "agrees with the policy's on all 100 positions" in run.stdout
+
+
 @pytest.mark.parametrize(
     "args,expected",
     [
