@@ -172,6 +172,21 @@ def test_a_learned_agent_plays_and_its_replay_shows_its_move_probabilities(tmp_p
     assert all(s["insight"] is None for s in replay["steps"] if s["seat"] != 1)
 
 
+def test_a_rollout_agent_over_a_policy_plays_a_site_game_under_a_short_label(tmp_path, tiny_policy):
+    spec = f"rollout:ckpt:{tiny_policy}?n=2&z=0"
+    site = Site(tmp_path, [spec])
+    site.load_agents()
+    client = TestClient(create_app(site))
+    [agent] = [o for o in client.get("/api/options").json()["opponents"] if o["id"] == "agent:0"]
+    assert agent["label"] == "rollout:ckpt:policy?n=2&z=0" and str(tiny_policy) not in agent["label"]
+    view = client.post("/api/games", json={"variant": "classic", "players": 4, "seat": 0,
+                                           "opponents": ["agent:0", "bot:random", "bot:random"]}).json()
+    view = play_out(client, view)
+    assert view["over"] and view["record"] and not view["notices"]  # never replaced: every answer was legal
+    assert any(e["seat"] == 1 and e["token"] is not None for e in view["log"])
+    assert view["seats"][1]["player"] == agent["label"]
+
+
 def test_an_evaluate_record_of_a_search_agent_replays_with_its_move_values(tmp_path, tiny_policy):
     from policies.tournament import play_tournament
 
