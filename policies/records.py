@@ -132,13 +132,15 @@ class Decisions:
                                    games=self.games[rows], players=self.players[rows])
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """The checked lines of one record file."""
+def read_records(path: str | Path, data: bytes | None = None) -> list[dict[str, Any]]:
+    """The checked lines of one record file; `data`: its bytes, read already by a caller that opens files its own
+    way (the site's, which follows no link), `path` then only names it."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise RecordError(f"record file '{path}' cannot be read: {err.strerror or err}") from None
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise RecordError(f"record file '{path}' cannot be read: {err.strerror or err}") from None
     records = []
     # Line by line, so damaged bytes (a torn copy, a binary file given by mistake) are named by their line.
     for number, raw in enumerate(data.splitlines(), 1):
@@ -179,13 +181,14 @@ def _checked(record: Any) -> dict[str, Any]:
     return record
 
 
-def load_decisions(paths: Sequence[str | Path]) -> Decisions:
-    """Every decision of the record files `paths`, which must share one rule set."""
+def load_decisions(paths: Sequence[str | Path], contents: Sequence[bytes] | None = None) -> Decisions:
+    """Every decision of the record files `paths`, which must share one rule set; `contents`: their bytes, read
+    already (`read_records`)."""
     rows: list[dict[str, Any]] = []
     games: list[str] = []
     rule_sets: dict[str, Rules] = {}
-    for path in paths:
-        records = read_records(path)
+    for k, path in enumerate(paths):
+        records = read_records(path, None if contents is None else contents[k])
         for number, record in enumerate(records, 1):
             key = json.dumps([record["variant"], record["players"], record["rules"]], sort_keys=True)
             if key not in rule_sets:
