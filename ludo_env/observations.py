@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import Callable
 
@@ -452,10 +453,13 @@ OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
 # Encoders whose features are blocks per token. The others have per-token scalars spread over
 # the vector (seed000_raw62, seed000_enc128): no block a shared token encoder could read.
 TOKEN_ENCODERS = tuple(name for name, e in REGISTRY.items() if e.token_blocks)
-# The numba dispatch below switches on these ids (numba cannot call a kernel picked from a Python dict).
-_ID = {name: i for i, name in enumerate(ENCODERS)}
-EGOCENTRIC, RAW62, ENC128, FLAGS60, AFTERSTATES, AFTERSTATES_BOARD = (_ID[n] for n in (
-    "egocentric", "seed000_raw62", "seed000_enc128", "seed001_flags60", "afterstates", "afterstates_board"))
+if bad := [n for n in ENCODERS if not n.isidentifier()]:
+    raise ValueError(f"ludo_env.observations.REGISTRY: encoder names must be Python names, not {bad}")
+ENCODER_ID = namedtuple("EncoderId", ENCODERS)(*range(len(ENCODERS)))
+"""The ids `_encode_batch` switches on, by name (``ENCODER_ID.egocentric``): each encoder's place in `REGISTRY`,
+never written by hand and never saved (a run saves the encoder's name). numba reads a tuple as constants; it
+cannot call a kernel picked from a Python dict."""
+_ID = ENCODER_ID._asdict()
 
 
 def encoder(name: str) -> Encoder:
@@ -489,17 +493,17 @@ def _encode_batch(encoder_id, states, tab, out):
     out[:, :] = 0.0
     for b in range(states.shape[0]):
         view_from(states[b], tab, states[b, CURRENT], view)
-        if encoder_id == EGOCENTRIC:
+        if encoder_id == ENCODER_ID.egocentric:
             _egocentric(states[b], tab, view, mask, out[b])
-        elif encoder_id == RAW62:
+        elif encoder_id == ENCODER_ID.seed000_raw62:
             _raw62(states[b], tab, view, mask, out[b])
-        elif encoder_id == ENC128:
+        elif encoder_id == ENCODER_ID.seed000_enc128:
             _enc128(states[b], tab, view, mask, out[b])
-        elif encoder_id == FLAGS60:
+        elif encoder_id == ENCODER_ID.seed001_flags60:
             _flags60(states[b], tab, view, mask, out[b])
-        elif encoder_id == AFTERSTATES:
+        elif encoder_id == ENCODER_ID.afterstates:
             afterstates_kernel(states[b], tab, view, mask, out[b])
-        elif encoder_id == AFTERSTATES_BOARD:
+        elif encoder_id == ENCODER_ID.afterstates_board:
             _afterstates_board(states[b], tab, view, mask, out[b])
         else:  # registered but not wired in here: fail, never encode as another encoder
             raise ValueError("observation encoder registered without a branch in _encode_batch")

@@ -5,16 +5,17 @@ move does, `tactics` for the opponents' next roll), so it plays every variant
 by the same rules the engine enforces. Ties between equally good tokens go to
 `fast` (the most advanced token), then to the lowest token index.
 
-The bots, their ids and what each plays are the entries of `REGISTRY` below
-(one `BuiltinBot` each); `choose` switches on the id, and an id with no branch
-there raises instead of playing another bot.
+The bots and what each plays are the entries of `REGISTRY` below (one
+`BuiltinBot` each, numbered by its place); `choose` switches on `BOT_ID`, and an
+id with no branch there raises instead of playing another bot.
 
 "Loss" below is the progress a token gives up if sent back: its progress minus
 the restart point (base, or the start square where tokens start on the board).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
+from dataclasses import dataclass, replace
 
 from ludo_env.engine.batch import random_legal
 from ludo_env.engine.jit import inline_kernel, kernel
@@ -39,29 +40,37 @@ from ludo_env.rules import MAX_TOKENS
 
 @dataclass(frozen=True)
 class BuiltinBot:
-    """One built-in bot: its name, the id `choose` dispatches on, and what it plays (with its source)."""
+    """One built-in bot: its name, what it plays (with its source), and the id `choose` dispatches on."""
 
     name: str
-    id: int
     description: str
+    id: int = -1
+    """Its place in `REGISTRY`, given there: never written by hand, never saved (players are saved by name)."""
 
 
-REGISTRY: dict[str, BuiltinBot] = {b.name: b for b in (
-    BuiltinBot("random", 0, "uniformly random legal token"),
-    BuiltinBot("fast", 1, "most advanced token (seed 003 §8)"),
-    BuiltinBot("aggressive", 2, "strike, else chase, else fast (seed 003 §10)"),
-    BuiltinBot("defensive", 3, "least risk to the own tokens after the move, else fast (seed 003 §11)"),
-    BuiltinBot("hybrid", 4, "highest MoveAdvantage = (future reward - future risk) - (current reward - current "
-                            "risk), else fast (seed 003 §12)"),
-    BuiltinBot("semi_smart", 5, "first token that can leave the base, else the first that can move (seed 001 §2.1)"),
-    BuiltinBot("heuristic000", 6, "capture, then reach home, then land on a safe square, then advance furthest "
-                                  "(seed 000 HeuristicBot)"),
-)}
+def _numbered(bots: tuple[BuiltinBot, ...]) -> dict[str, BuiltinBot]:
+    """The registry: each bot numbered by its place, so an appended bot keeps every other bot's id."""
+    names = [b.name for b in bots]
+    bad = [n for n in names if not n.isidentifier() or names.count(n) > 1]
+    if bad:
+        raise ValueError(f"policies.bots.kernels.REGISTRY: bot names must be distinct Python names, not {bad}")
+    return {b.name: replace(b, id=i) for i, b in enumerate(bots)}
+
+
+REGISTRY: dict[str, BuiltinBot] = _numbered((
+    BuiltinBot("random", "uniformly random legal token"),
+    BuiltinBot("fast", "most advanced token (seed 003 §8)"),
+    BuiltinBot("aggressive", "strike, else chase, else fast (seed 003 §10)"),
+    BuiltinBot("defensive", "least risk to the own tokens after the move, else fast (seed 003 §11)"),
+    BuiltinBot("hybrid", "highest MoveAdvantage = (future reward - future risk) - (current reward - current "
+                         "risk), else fast (seed 003 §12)"),
+    BuiltinBot("semi_smart", "first token that can leave the base, else the first that can move (seed 001 §2.1)"),
+    BuiltinBot("heuristic000", "capture, then reach home, then land on a safe square, then advance furthest "
+                               "(seed 000 HeuristicBot)"),
+))
 BOT_NAMES = tuple(REGISTRY)
-# The ids `choose` switches on (numba reads these module constants, not the dict).
-RANDOM, FAST, AGGRESSIVE, DEFENSIVE, HYBRID, SEMI_SMART, HEURISTIC000 = (REGISTRY[n].id for n in BOT_NAMES)
-if sorted(b.id for b in REGISTRY.values()) != list(range(len(REGISTRY))):
-    raise ValueError(f"policies.bots.kernels.REGISTRY: bot ids must be 0..{len(REGISTRY) - 1}, each once")
+BOT_ID = namedtuple("BotId", BOT_NAMES)(*(REGISTRY[n].id for n in BOT_NAMES))
+"""The ids `choose` switches on, by name (``BOT_ID.fast``): numba reads a tuple as constants, never the dict."""
 
 EXPECTED_BONUS_ROLL = 3.5  # seed 003 §12.2: the mean die of the extra turn a strike earns
 TIE = 1e-9
@@ -277,19 +286,19 @@ def choose(bot_id, state, tab, mask, rng, stream):
         return -1
     if legal & (legal - 1) == 0:
         return _lowest(legal)  # a forced move needs no thought (and draws no random number)
-    if bot_id == RANDOM:
+    if bot_id == BOT_ID.random:
         return random_legal(mask, rng, stream)
-    if bot_id == FAST:
+    if bot_id == BOT_ID.fast:
         return fast_choice(state, tab, legal)
-    if bot_id == AGGRESSIVE:
+    if bot_id == BOT_ID.aggressive:
         return _aggressive(state, tab, legal)
-    if bot_id == DEFENSIVE:
+    if bot_id == BOT_ID.defensive:
         return _best_scored(state, tab, legal, False)
-    if bot_id == HYBRID:
+    if bot_id == BOT_ID.hybrid:
         return _best_scored(state, tab, legal, True)
-    if bot_id == SEMI_SMART:
+    if bot_id == BOT_ID.semi_smart:
         return _semi_smart(state, tab, legal)
-    if bot_id == HEURISTIC000:
+    if bot_id == BOT_ID.heuristic000:
         return _heuristic000(state, tab, legal)
     # An id registered without a branch here (or no bot at all): fail, never play another bot.
     raise ValueError("bot id has no branch in policies.bots.kernels.choose")

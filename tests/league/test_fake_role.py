@@ -8,6 +8,7 @@ The fake role brings rules of its own (`BotsOnly`, `OldestOfItsRole`) beside the
 `Restart`), so each behaviour below can only come from its entry."""
 from __future__ import annotations
 
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -109,14 +110,14 @@ def test_a_fake_roles_settings_are_in_the_schema_the_league_and_the_docs(fake_ro
     ([*ON, "league.fake_exploiter_reset=1.5"],
      "league.fake_exploiter_reset=1.5 is not allowed: give a number in [0, 1]"),
     ([*ON, "league.fake_exploiter_step_budget=0"], "league.fake_exploiter_step_budget=0 is not allowed"),
-    (["league=alphastar", *ON[:1], "league.fake_exploiter_share=0.6"],
-     "league.main_exploiter_share + league.league_exploiter_share + league.fake_exploiter_share = 1 leaves main no "
-     "games"),
-    ([*ON, "algo=dqn"], "exploiters (league.main_exploiters, league.league_exploiters, league.fake_exploiters) "
-                        "train with algo=ppo only"),
+    (["league=alphastar", *ON[:1], "league.fake_exploiter_share=0.6"], "{shares} = 1 leaves main no games"),
+    ([*ON, "algo=dqn"], "exploiters ({counts}) train with algo=ppo only"),
     ([*ON, "sampler.games=4"], "league.fake_exploiters=2 is too many for league.fake_exploiter_share=0.25"),
 ])
 def test_a_fake_roles_bad_settings_are_refused_in_one_line(fake_role, overrides, message):
+    learners = [role for role in ROLES.values() if role.count is not None]  # the table's, the fake's included
+    message = message.format(shares=" + ".join(f"league.{role.share.key}" for role in learners),
+                             counts=", ".join(f"league.{role.count.key}" for role in learners))
     with pytest.raises(ValueError) as err:
         train_config(*overrides)
     text = str(err.value)
@@ -124,11 +125,12 @@ def test_a_fake_roles_bad_settings_are_refused_in_one_line(fake_role, overrides,
 
 
 def test_an_unknown_role_or_role_setting_fails_in_one_line(fake_role):
-    with pytest.raises(ValueError, match=r"^unknown league role 'fake': choose main, main_exploiter, "
-                                         r"league_exploiter, fake_exploiter$"):
+    assert list(ROLES)[-1] == FAKE_NAME
+    known = ", ".join(ROLES)
+    with pytest.raises(ValueError, match=rf"^unknown league role 'fake': choose {re.escape(known)}$"):
         role_named("fake")
-    with pytest.raises(ValueError, match=r"^'fake_exploiter_x' is no learner's module id: main, main_exploiter_<i>, "
-                                         r"league_exploiter_<i>, fake_exploiter_<i>$"):
+    ids = ", ".join(name if role.count is None else f"{name}_<i>" for name, role in ROLES.items())
+    with pytest.raises(ValueError, match=rf"^'fake_exploiter_x' is no learner's module id: {re.escape(ids)}$"):
         roles.role_of("fake_exploiter_x")
     with pytest.raises(TypeError, match="unexpected keyword argument 'fake_exploiterz'"):
         LeagueSettings(players=4, fake_exploiterz=1)
