@@ -10,20 +10,21 @@ named one, and the checks that link settings), so an algorithm brings its
 checks with it.
 
 Groups (``conf/<group>/<choice>.yaml``), which ``tests/launch/test_config_tree.py`` holds to the ``conf/`` tree
-(every group and every choice listed here, no other):
+(every group listed here, no other). A group's choices are its files, listed nowhere by hand: the docs site's
+train reference shows each with its description.
 
-| group | schema | choices |
-| --- | --- | --- |
-| variant | `VariantConfig` (= `ludo_env.rules.Rules`) | classic, pyludo, quick, ucsd |
-| obs | `ObsConfig` | afterstates, afterstates_board, egocentric, seed000_enc128, seed000_raw62, seed001_flags60 |
-| reward | `RewardSchema` (= `ludo_env.rewards.RewardConfig`) | potential, seed000_dense, sparse |
-| network | `NetworkSchema` (= `policies.networks.NetworkConfig`) | mlp, seed000_qnet, seed001_ann, token_set, token_set_2x, token_set_4x, token_set_deep |
-| algo | each algorithm's settings class (`launch.training.algorithms`) | dqn, ga, imitate, ppo, ppo_smoke, td_lambda |
-| league | `LeagueConfig` (= `policies.league.league.LeagueSettings` and the roles' settings) | alphastar, pfsp, selfplay, uniform |
-| resources | `ResourcesConfig` | cluster_gpu, laptop, workstation |
-| budget | `BudgetConfig` | minutes30, steps1m, steps_capped |
-| wandb | `WandbConfig` | offline |
-| exp | (``# @package _global_`` bundles, added as ``+exp=<choice>``) | dqn_selfplay, ga_ann, imitate, ppo_long, ppo_selfplay, smoke, smoke_dqn, td_lambda |
+| group | schema |
+| --- | --- |
+| variant | `VariantConfig` (= `ludo_env.rules.Rules`) |
+| obs | `ObsConfig` |
+| reward | `RewardSchema` (= `ludo_env.rewards.RewardConfig`) |
+| network | `NetworkSchema` (= `policies.networks.NetworkConfig`) |
+| algo | each algorithm's settings class (`launch.training.algorithms`) |
+| league | `LeagueConfig` (= `policies.league.league.LeagueSettings` and the roles' settings) |
+| resources | `ResourcesConfig` |
+| budget | `BudgetConfig` |
+| wandb | `WandbConfig` |
+| exp | (``# @package _global_`` bundles, added as ``+exp=<choice>``) |
 
 `sampler` (`SamplerConfig`), `eval` (`EvalConfig`), `checkpoint` (`CheckpointConfig`) and `upkeep`
 (`UpkeepConfig`) have no ``conf/`` group:
