@@ -1,6 +1,7 @@
 """`LudoEnv`: single-agent Ludo for gymnasium, registered as ``ludo_env/Ludo-v0``.
 
-Import this module (it registers the id), then::
+Import this module (it registers the id), then ``gymnasium.make("ludo_env/Ludo-v0")`` plays classic Ludo against
+three random opponents; with other opponents::
 
     from policies.envs import build_opponent
     env = gymnasium.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
@@ -13,8 +14,9 @@ turn order after the learner: objects with ``act(states, tab, masks)``, or
 specs that ``opponent_factory(spec, seed, rules)`` turns into such players
 (with `policies.envs.build_opponent`: seed bot names, ``py:package.module:Class``
 bots, ``ckpt:<path>`` policies, each learned one checked against the rules). The env layer does not import the agents
-layer, so the caller passes the factory in. ``len(opponents) + 1`` is the
-number of players.
+layer, so the caller passes the factory in; without one, ``"random"`` is the engine's
+`ludo_env.engine.batch.RandomPlayer` (the default, the same moves as the ``random`` bot's). ``len(opponents) + 1``
+is the number of players.
 ``seat`` fixes the learner's seat; by default it rotates from episode to
 episode (seat 0 always rolls first), so the learner sees every seat.
 
@@ -42,6 +44,7 @@ import numpy as np
 
 from ludo_env.config import EnvConfig
 from ludo_env.core import ACTION_SPACE, LudoGames, observation_space, step_after_end
+from ludo_env.engine.batch import RandomPlayer
 from ludo_env.engine.layout import EV_ILLEGAL_REPLACED
 from ludo_env.rules import MAX_TOKENS
 
@@ -54,13 +57,17 @@ can check a learned one fits `rules` (`policies.envs.build_opponent` does both).
 
 
 def make_opponent(spec: Any, seed: int, factory: OpponentFactory | None, rules):
-    """A batched player: what `factory` makes of `spec`, or without a factory `spec` itself if it has `act`."""
+    """A batched player: what `factory` makes of `spec`; without a factory, `spec` itself if it has `act`, or the
+    engine's `RandomPlayer` for ``"random"`` (the default opponents, so the env plays with no agents layer)."""
     if factory is not None:
         return factory(spec, seed, rules)
     if hasattr(spec, "act"):
         return spec
-    raise ValueError(f"opponent {spec!r} is not a player (no act method): pass players, or "
-                     "opponent_factory=policies.envs.build_opponent to build them from specs")
+    if isinstance(spec, str) and spec == RandomPlayer.name:
+        return RandomPlayer(seed)
+    raise ValueError(f"opponent {spec!r} is not a player (no act method): without opponent_factory the env "
+                     f"plays '{RandomPlayer.name}' or players; pass opponent_factory=policies.envs.build_opponent "
+                     "to build bots, py:, ckpt: and other specs")
 
 
 def make_opponents(specs: Sequence[Any], seed: int, factory: OpponentFactory | None, rules) -> list:

@@ -1,6 +1,7 @@
 """`LudoVectorEnv`: many single-agent games stepped together, the numba engine doing the batch work.
 
-::
+``gymnasium.make_vec("ludo_env/Ludo-v0", num_envs=256)`` (after ``import ludo_env.gym_env``) plays against three
+random opponents; with other opponents::
 
     import gymnasium, ludo_env.gym_env
     from policies.envs import build_opponent

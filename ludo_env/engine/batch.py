@@ -92,6 +92,35 @@ def random_legal(mask, rng, stream):
 
 
 @kernel
+def random_choices(masks, rng, out):
+    """`out[b]`: a uniformly random token among those set in `masks[b]`, drawn from stream b of `rng`."""
+    for b in range(masks.shape[0]):
+        out[b] = random_legal(masks[b], rng, b)
+
+
+class RandomPlayer:
+    """A uniformly random legal token per game: the player the envs' default opponents are, so an env needs no
+    agents to play. Batched as every player is (``act(states, tab, masks)``); row b of a call draws from stream b
+    of `seed`, as `policies.bots.Bot` draws for its ``random`` bot, so both play the same moves."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self._rng = rngmod.streams(seed, 0)
+
+    def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        batch = masks.shape[0]
+        self._rng = rngmod.extend_streams(self._rng, self.seed, batch)
+        out = np.empty(batch, dtype=np.int64)
+        random_choices(np.ascontiguousarray(masks, dtype=np.int8), self._rng, out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"RandomPlayer(seed={self.seed})"
+
+
+@kernel
 def legal_masks(states, tab, out):
     """`out[b, t]` = 1 if token t is legal in game b (all 0 for finished games)."""
     for b in range(states.shape[0]):

@@ -68,6 +68,14 @@ def streams(seed: int, batch: int) -> np.ndarray:
         return _seed_mix(base * np.uint64(0x2545F4914F6CDD1D) + index * GOLDEN_GAMMA)
 
 
+def extend_streams(rng: np.ndarray, seed: int, batch: int) -> np.ndarray:
+    """`rng` with at least `batch` streams: those already advanced are kept and fresh streams of `seed` follow
+    them, so a player asked for a larger batch keeps replaying its earlier rows."""
+    if rng.shape[0] >= batch:
+        return rng
+    return np.concatenate([rng, streams(seed, batch)[rng.shape[0]:]])
+
+
 @jit
 def _seed_mix(words):
     out = np.empty_like(words)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ludo_env.engine.rng import streams
+from ludo_env.engine.rng import extend_streams, streams
 from policies.bots.kernels import BOT_NAMES, REGISTRY, BuiltinBot, choose, choose_batch  # noqa: F401
 
 
@@ -44,9 +44,7 @@ class Bot:
     def act(self, states: np.ndarray, tab: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Token choices (int64, -1 where no move is legal) for `states` (B, STATE_LEN) and `masks` (B, 4)."""
         batch = states.shape[0]
-        if self._rng.shape[0] < batch:
-            # Keep the streams already advanced and add fresh ones, so earlier rows stay reproducible.
-            self._rng = np.concatenate([self._rng, streams(self.seed, batch)[self._rng.shape[0]:]])
+        self._rng = extend_streams(self._rng, self.seed, batch)
         out = np.empty(batch, dtype=np.int64)
         choose_batch(self.id, states, tab, np.ascontiguousarray(masks, dtype=np.int8), self._rng, out)
         return out

@@ -234,7 +234,68 @@ def test_the_gym_envs_take_players_and_refuse_a_spec_without_a_factory_in_one_li
     for make in (LudoEnv, lambda **kw: LudoVectorEnv(4, **kw)):
         with pytest.raises(ValueError, match="opponent 'hybrid' is not a player") as err:
             make(opponents=["hybrid"])
-        assert "\n" not in str(err.value)
+        assert "\n" not in str(err.value) and "opponent_factory=policies.envs.build_opponent" in str(err.value)
+
+
+def play_gym_to_the_end(env, seed: int) -> tuple[list, dict]:
+    """One episode with the first legal token each turn: (action, reward, engine row) per step, and the last info."""
+    obs, info = env.reset(seed=seed)
+    steps, done = [], False
+    while not done:
+        action = int(np.flatnonzero(obs["action_mask"])[0])
+        obs, reward, terminated, truncated, info = env.step(action)
+        steps.append((action, reward, obs["state"].tolist()))
+        done = terminated or truncated
+    return steps, info
+
+
+def test_gym_make_with_no_arguments_plays_against_the_random_bot():
+    """The first line a user tries: no opponents, no factory. The default opponents are the engine's random
+    player, which plays the same moves as the agents layer's ``random`` bot, so the two envs replay each other."""
+    import gymnasium as gym
+
+    import ludo_env.gym_env  # noqa: F401  (registers ludo_env/Ludo-v0)
+    from policies.envs import make_env
+
+    env = gym.make("ludo_env/Ludo-v0")
+    steps, info = play_gym_to_the_end(env, seed=11)
+    assert steps and steps[-1][1] in (1.0, -1 / 3) and sorted(info["places"]) == [1, 2, 3, 4]
+    assert play_gym_to_the_end(make_env(), seed=11) == (steps, info)
+
+
+def test_gym_make_vec_with_no_arguments_plays_whole_games():
+    import gymnasium as gym
+
+    import ludo_env.gym_env  # noqa: F401
+    from ludo_env.vector_env import LudoVectorEnv
+
+    envs = gym.make_vec("ludo_env/Ludo-v0", num_envs=8)
+    assert isinstance(envs, LudoVectorEnv)
+    obs, info = envs.reset(seed=2)
+    ended = 0
+    for _ in range(400):
+        obs, rewards, terminated, truncated, info = envs.step(obs["action_mask"].argmax(axis=1))
+        ended += int((terminated | truncated).sum())
+    assert ended >= 8
+
+
+def test_pettingzoo_env_with_no_arguments_plays_the_standard_loop():
+    from ludo_env.pettingzoo_env import LudoAEC
+
+    env = LudoAEC()
+    env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    moves = 0
+    for agent in env.agent_iter():
+        observation, reward, termination, truncation, info = env.last()
+        if termination or truncation:
+            action = None
+        else:
+            action = int(rng.choice(np.flatnonzero(observation["action_mask"])))
+            moves += 1
+        env.step(action)
+    assert moves > 0 and not env.agents
+    assert sorted(info["places"]) == [1, 2, 3, 4] and env.possible_agents == [f"seat_{s}" for s in range(4)]
 
 
 def test_gym_env_opponents_can_be_py_bots():
