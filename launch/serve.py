@@ -253,33 +253,38 @@ def build_site(args: dict[str, Any]):
     return site
 
 
-_LOCK_FILES: list = []  # open for the process's life: the lock goes with the process, however it ends
+_LOCK_FILES: list[int] = []  # open for the process's life: the lock goes with the process, however it ends
 
 
 def hold_records_lock(records: Path) -> None:
-    """Take ``<records>/serve.lock`` (an exclusive flock, released by the system when this process ends, even
-    killed); held by another server, one line naming its pid."""
+    """Hold the records folder for this process: an exclusive flock on the folder itself, through a descriptor
+    open for the process's life (the system releases it when the process ends, even killed). The lock is on the
+    folder, not on a file's name, so deleting ``serve.lock`` lets no second server in; the file only tells a
+    second server the holder's pid. Held by another server: one line."""
     import fcntl
 
-    path = records / LOCK_NAME
     try:
-        handle = open(path, "a+")
+        folder = os.open(records, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        raise UserError(f"records={records}: cannot open its lock file {LOCK_NAME} ({err.strerror})") from None
+        raise UserError(f"records={records}: cannot open the folder ({err.strerror})") from None
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        handle.seek(0)
-        holder = handle.read().strip()[:20]
-        handle.close()
+        os.close(folder)
+        try:
+            holder = (records / LOCK_NAME).read_text()[:20].strip()
+        except (OSError, UnicodeDecodeError):
+            holder = ""
         raise UserError(f"records={records}: another serve.py{f' (pid {holder})' if holder.isdigit() else ''} is "
                         "serving this folder; two would restore the same games and rate them twice: stop it, or "
                         "give another records=") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    _LOCK_FILES.append(handle)
+    _LOCK_FILES.append(folder)
+    try:  # who holds it, for the next server's message; the lock itself does not need the file
+        fd = os.open(records / LOCK_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
+    except OSError:
+        pass  # a link or a read-only file in its place: the lock holds all the same
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -3,6 +3,8 @@ given on the command line), and a game of one replayed through the engine, each 
 agent this server plays, its move probabilities or values (``GET /api/replay``)."""
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,46 @@ def players_by_seat(decisions, rows) -> list[str]:
     return [seats[seat] for seat in sorted(seats)]
 
 
+MAX_RECORD_MB = 64
+"""The largest record file the viewer reads; a site game's record is tens of KB, an evaluation's few MB."""
+
+
+class NoRecordFile(Exception):
+    """Nothing the viewer reads is at a path: missing, a link (to anything, or dangling), a FIFO, a device, a
+    folder. Every one gets the same answer, so that no answer tells whether a path exists or what it is."""
+
+
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file at `path` and its fstat, opened without following a link and
+    without blocking (a FIFO opens at once, then is refused); `NoRecordFile` for anything else."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        raise NoRecordFile from None
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(fd)
+        raise NoRecordFile
+    return fd, status
+
+
+def read_at_most(fd: int, size: int) -> bytes:
+    """The file's bytes up to `size` (its size when opened), from the descriptor: what was checked is what is read."""
+    chunks, left = [], size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 class RecordShelf:
-    """The record files the viewer lists: the records folder's, and those given on the command line."""
+    """The record files the viewer lists: the records folder's, and those given on the command line. Each is
+    opened without following links and without blocking, checked to be a regular file under `MAX_RECORD_MB`
+    by its fstat, and only then read, from that descriptor."""
 
     def __init__(self, site: Site):
         self.site = site
@@ -47,34 +87,45 @@ class RecordShelf:
         return found
 
     def decisions(self, key: str, path: Path):
-        """The file's `policies.records.Decisions`, read again only when the file changed. A file that cannot
-        be read raises `Refused` (422) naming it by its key, and is logged once per change, not per request."""
+        """The file's `policies.records.Decisions`, read again only when the file changed. `NoRecordFile` when
+        no regular file is there (`open_regular`); a file that is too large or cannot be read raises `Refused`
+        (422) naming it by its key, and is logged once per change, not per request."""
         from policies.records import load_decisions
 
+        fd, status = open_regular(path)
         try:
-            stat = path.stat()
-        except OSError as err:
-            raise Refused(422, f"{key} cannot be read now ({err.strerror})") from None
-        version = (stat.st_mtime, stat.st_size)
-        with self._lock:
-            cached = self._cache.get(path)
-            if cached is None or cached[0] != version:
-                try:
-                    cached = (version, load_decisions([path]))
-                except Exception as err:  # noqa: BLE001 - any damage, undecodable bytes too, fails this file alone
-                    problem = record_problem(err, path, key)
-                    log.error("record file %s skipped: %s", path, problem)
-                    cached = (version, Refused(422, f"{key} is damaged: {problem}"))
-                self._cache[path] = cached
+            version = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
+            with self._lock:
+                cached = self._cache.get(path)
+                if cached is None or cached[0] != version:
+                    if status.st_size > MAX_RECORD_MB * 1024 * 1024:  # refused by its size: nothing is read
+                        cached = (version, Refused(422, f"{key} is {status.st_size / 2**20:.0f} MB, over the "
+                                                        f"{MAX_RECORD_MB} MB the viewer reads"))
+                    else:
+                        try:
+                            cached = (version, load_decisions([path], [read_at_most(fd, status.st_size)]))
+                        except Exception as err:  # noqa: BLE001 - any damage fails this file alone
+                            problem = record_problem(err, path, key)
+                            log.error("record file %s skipped: %s", path, problem)
+                            cached = (version, Refused(422, f"{key} is damaged: {problem}"))
+                    self._cache[path] = cached
+        finally:
+            os.close(fd)
         if isinstance(cached[1], Refused):
             raise cached[1]
         return cached[1]
 
     def listing(self) -> list[dict[str, Any]]:
         out = []
-        for key, path in self.files().items():
+        files = self.files()
+        listed = set(files.values())
+        with self._lock:  # files rotated away or removed are forgotten
+            self._cache = {path: cached for path, cached in self._cache.items() if path in listed}
+        for key, path in files.items():
             try:
                 decisions = self.decisions(key, path)
+            except NoRecordFile:
+                continue  # listed as a missing file is: not at all
             except Refused as err:
                 out.append({"file": key, "error": str(err)})
                 continue
@@ -84,10 +135,14 @@ class RecordShelf:
         return out
 
     def replay(self, file_key: str, game_index: int) -> dict[str, Any]:
+        missing = Refused(404, f"no record file {shown(file_key)}: choose one from GET /api/records")
         path = self.files().get(file_key)
         if path is None:
-            raise Refused(404, f"no record file {shown(file_key)}: choose one from GET /api/records")
-        decisions = self.decisions(file_key, path)
+            raise missing
+        try:
+            decisions = self.decisions(file_key, path)
+        except NoRecordFile:
+            raise missing from None
         games = list(games_of(decisions).items())
         if not 0 <= game_index < len(games):
             raise Refused(404, f"{file_key} has games 0..{len(games) - 1}, not {shown(game_index)}")
