@@ -67,7 +67,7 @@ REGISTRY: dict[str, BuiltinBot] = _numbered((
     BuiltinBot("semi_smart", "first token that can leave the base, else the first that can move (seed 001 §2.1)"),
     BuiltinBot("heuristic000", "capture, then reach home, then land on a safe square, then advance furthest "
                                "(seed 000 HeuristicBot)"),
-))
+))  # a new bot goes last: ids are places, so every other bot keeps its id
 BOT_NAMES = tuple(REGISTRY)
 BOT_ID = namedtuple("BotId", BOT_NAMES)(*(REGISTRY[n].id for n in BOT_NAMES))
 """The ids `choose` switches on, by name (``BOT_ID.fast``): numba reads a tuple as constants, never the dict."""

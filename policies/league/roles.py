@@ -332,7 +332,7 @@ ROLES: dict[str, Role] = {role.name: role for role in (
          opponents=LeagueMix(), freeze=EXPLOITER_FREEZE,
          reset=Restart(EXPLOITER_START, chance=Setting("league_exploiter_reset", 0.25, SHARE,
                                                       "Chance that a league exploiter restarts when frozen."))),
-)}
+)}  # a new role goes last: the order is the learners' order, so earlier roles keep their module ids and settings
 """Every role, main first; the order is the order of the learners (their module ids, the draw of a game's
 learner) and of the settings."""
 
