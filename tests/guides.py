@@ -6,22 +6,24 @@ fence (the convention is on the docs site: Run the tests, "Guides are tested"):
 
 - ``<!-- guide: new PATH -->``: the block is a new file at ``PATH``;
 - ``<!-- guide: append PATH -->``: the block goes at the end of ``PATH``;
-- ``<!-- guide: insert PATH before: TEXT -->`` or ``... after: TEXT -->``: the block goes before or after the one
-  line of ``PATH`` that contains ``TEXT``;
+- ``<!-- guide: insert PATH before: TEXT -->`` or ``... after: TEXT -->``: the block goes before or after the
+  one line of ``PATH`` that contains ``TEXT``;
 - ``<!-- guide: run -->``: the block is shell commands, run in the copy's root;
-- ``<!-- guide: output -->``: the block is what the ``run`` block before it prints: its lines appear in that order
-  in the printed text (others may come between), and ``...`` in a line stands for any text.
+- ``<!-- guide: output -->``: the block is what the ``run`` block before it prints: its lines appear in that
+  order in the printed text (others may come between), and ``...`` in a line stands for any text.
 
-Blocks with no comment are read, not run. A marker this module does not know, a marker with no block after it, an
-anchor that is not on exactly one line, or an ``output`` with no ``run`` before it is an error, so a guide cannot
-drift from the code without its test failing.
+Blocks with no comment are read, not run. A marker this module does not know, a marker with no block after it,
+an anchor that is not on exactly one line, or an ``output`` with no ``run`` before it is an error, so a guide
+cannot drift from the code without its test failing.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,8 +67,8 @@ def steps(guide: Path) -> list[Step]:
         action, path = step["action"], step["path"]
         if (action in ("new", "append", "insert")) != (path is not None) or \
                 (action == "insert") != (step["where"] is not None):
-            raise GuideError(f"{where}: {marker.group(1)!r}: new/append PATH, insert PATH before|after: TEXT, "
-                             "run or output")
+            raise GuideError(f"{where}: {marker.group(1)!r}: new/append PATH, "
+                             "insert PATH before|after: TEXT, run or output")
         j = i + 1
         while j < len(lines) and not lines[j].strip():
             j += 1
@@ -84,9 +86,10 @@ def steps(guide: Path) -> list[Step]:
 
 
 def copy_tree(destination: Path) -> Path:
-    """The files git knows of (tracked, and untracked ones it does not ignore), as they are now, at `destination`."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    """The files git knows of (tracked, and untracked ones it does not ignore), as they are now, at
+    `destination`."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():
@@ -96,9 +99,28 @@ def copy_tree(destination: Path) -> Path:
     return destination
 
 
+def guide_folder(guide: Path) -> Path:
+    """Where `guide` is followed: the same folder every time for this checkout, so that numba, whose cache
+    entries are named after a source's folder and checked against its size and time, loads what an earlier run
+    of the same guide compiled instead of compiling it all again."""
+    checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
+    folder = Path(tempfile.gettempdir()) / f"ludo-league-guides-{os.getuid()}-{checkout}" / guide.stem
+    if folder.exists():
+        shutil.rmtree(folder)
+    return folder
+
+
 def edit(tree: Path, step: Step, guide: str) -> None:
+    """Apply one edit step; the file then keeps its checkout time (see `guide_folder`), so its numba cache
+    entries stay valid while the checkout and the guide stay the same."""
     where = f"{guide}:{step.line}"
     path = tree / step.path
+    stamp = (ROOT / step.path).stat().st_mtime_ns if (ROOT / step.path).exists() else 0
+    _edit(path, step, where)
+    os.utime(path, ns=(stamp, stamp))
+
+
+def _edit(path: Path, step: Step, where: str) -> None:
     if step.action == "new":
         if path.exists():
             raise GuideError(f"{where}: {step.path} exists already; the guide says to create it")
@@ -120,18 +142,19 @@ def edit(tree: Path, step: Step, guide: str) -> None:
 
 
 def run(tree: Path, script: str) -> subprocess.CompletedProcess:
-    """`script` in bash at the root of `tree`, importing the tree's own packages, not the checkout's; what it prints
-    on stdout and stderr, interleaved as a terminal shows them, is the result's ``stdout``."""
+    """`script` in bash at the root of `tree`, importing the tree's own packages, not the checkout's; what it
+    prints on stdout and stderr, interleaved as a terminal shows them, is the result's ``stdout``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tree, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=RUN_TIMEOUT_S)
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tree, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=RUN_TIMEOUT_S, check=False)
 
 
 def shows(expected: str, printed: str) -> str | None:
-    """None if every line of `expected` appears in `printed`, in order (``...`` matching any text, the ends of lines
-    stripped); else the first line that does not."""
+    """None if every line of `expected` appears in `printed`, in order (``...`` matching any text, the ends of
+    lines stripped); else the first line that does not."""
     lines = [line.strip() for line in printed.splitlines()]
     at = 0
     for want in filter(None, (w.strip() for w in expected.splitlines())):

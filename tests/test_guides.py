@@ -1,26 +1,33 @@
-"""Each how-to guide that extends the project, followed literally in a copy of the tree: its code blocks applied
-where it says, its commands run, and what they print compared with the output it shows (`tests.guides`; the
-convention is in ``docs/pages/how-to/test.md``). A guide that drifts from the code fails here.
+"""Each how-to guide that extends the project, followed literally in a copy of the tree: its code blocks
+applied where it says, its commands run, and what they print compared with the output it shows
+(`tests.guides`; the convention is in ``docs/pages/how-to/test.md``). A guide that drifts from the code fails
+here.
 
-Each guide runs in a copy of its own, so the checkout is never edited. Kernels a guide edits compile once in the
-copy (numba's cache is keyed by the sources, ``ludo_env.engine.jit``); later runs of an unchanged guide load them.
+Each guide runs in a copy of its own, so the checkout is never edited. The kernels compile once in the copy
+(numba's cache is keyed by the sources, ``ludo_env.engine.jit``, and by their folder, which
+`tests.guides.guide_folder` keeps the same), so a later run of an unchanged guide on an unchanged checkout
+loads them.
 """
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
-from tests.guides import GUIDES, GuideError, copy_tree, edit, follow, shows, steps
+from tests.guides import GUIDES, GuideError, copy_tree, edit, follow, guide_folder, shows, steps
 
 GUIDE_PAGES = ("add-bot.md", "add-encoder.md", "add-algorithm.md", "add-league-role.md")
 
 
 @pytest.mark.parametrize("page", GUIDE_PAGES)
-def test_the_guide_runs_as_written_and_prints_what_it_shows(page, tmp_path):
+def test_the_guide_runs_as_written_and_prints_what_it_shows(page):
     guide = GUIDES / page
     kinds = [step.action for step in steps(guide)]
     assert "run" in kinds and "output" in kinds, f"{page} runs nothing or shows no output"
     assert kinds.index("output") > kinds.index("run")
-    follow(guide, copy_tree(tmp_path / "tree"))
+    folder = guide_folder(guide)
+    follow(guide, copy_tree(folder))
+    shutil.rmtree(folder)  # kept when the guide fails, to look at
 
 
 def test_a_marker_without_a_block_or_of_an_unknown_kind_is_an_error(tmp_path):

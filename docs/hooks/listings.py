@@ -6,7 +6,8 @@ role, bot or encoder appears on every page that lists its kind with no edit to t
 - ``{{ conf:<group> }}``: the choices of ``conf/<group>/``, the default (``conf/config.yaml``'s defaults list)
   first and marked, then the others in name order;
 - ``{{ registry:roles }}``, ``{{ registry:bots }}``, ``{{ registry:encoders }}``: the names of
-  `policies.league.roles.ROLES`, `policies.bots.REGISTRY` and `ludo_env.observations.REGISTRY`, in table order.
+  `policies.league.roles.ROLES`, `policies.bots.REGISTRY` and `ludo_env.observations.REGISTRY`, in table
+  order.
 
 Each name is set as code. An unknown group or registry stops the build with one line naming the known ones.
 """
@@ -39,7 +40,8 @@ def conf_choices(group: str) -> list[str]:
     choices = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
     if not choices:
         known = sorted(p.name for p in CONF.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
-        raise ListingError(f"{{{{ conf:{group} }}}}: conf/{group}/ has no choices; groups: {', '.join(known)}")
+        raise ListingError(f"{{{{ conf:{group} }}}}: conf/{group}/ has no choices; "
+                           f"groups: {', '.join(known)}")
     entries = yaml.safe_load((CONF / "config.yaml").read_text()).get("defaults", [])
     default = next((e[group] for e in entries if isinstance(e, dict) and group in e), None)
     if default in choices:
@@ -50,7 +52,8 @@ def conf_choices(group: str) -> list[str]:
 
 def registry_names(name: str) -> list[str]:
     if name not in REGISTRIES:
-        raise ListingError(f"{{{{ registry:{name} }}}}: unknown registry; choose one of {', '.join(REGISTRIES)}")
+        raise ListingError(f"{{{{ registry:{name} }}}}: unknown registry; "
+                           f"choose one of {', '.join(REGISTRIES)}")
     module, attribute = REGISTRIES[name]
     return list(getattr(importlib.import_module(module), attribute))
 
