@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from policies.json_data import read_json
+
 POLICY_FORMAT = "ludo-league-policy/1"
 POLICY_JSON = "policy.json"
 WEIGHTS = "weights.pt"
@@ -152,8 +154,8 @@ def _newest_that_loads(run: Path, checkpoints: list[Path]) -> Path:
 def read_meta(folder: Path) -> dict[str, Any]:
     """``policy.json`` of a policy folder, checked for the format; `PolicyFileError` if unreadable."""
     try:
-        meta = json.loads((folder / POLICY_JSON).read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        meta = read_json((folder / POLICY_JSON).read_text())
+    except (OSError, ValueError) as err:
         raise PolicyFileError(f"'{folder / POLICY_JSON}' is unreadable: {err}") from None
     if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
         raise PolicyFileError(f"'{folder / POLICY_JSON}' is not a {POLICY_FORMAT} file")

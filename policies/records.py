@@ -48,6 +48,7 @@ import numpy as np
 
 from ludo_env.engine.layout import CURRENT, DIE, STATE_DTYPE, STATE_LEN
 from ludo_env.rules import MAX_TOKENS, Rules, RulesError
+from policies.json_data import read_json
 
 RECORD_FORMAT = "ludo-league-record/1"
 FIELDS = ("format", "variant", "players", "rules", "game", "player", "seat", "state", "die", "legal", "chosen")
@@ -151,7 +152,7 @@ def read_records(path: str | Path, data: bytes | None = None) -> list[dict[str, 
                               "UTF-8 text (a damaged or binary file)") from None
         if line.strip():
             try:
-                records.append(_checked(json.loads(line)))
+                records.append(_checked(read_json(line)))
             except (ValueError, TypeError, KeyError) as err:
                 raise RecordError(f"{path}:{number}: not a {RECORD_FORMAT} line: {' '.join(str(err).split())}") from None
     return records
@@ -192,6 +193,9 @@ def load_decisions(paths: Sequence[str | Path], contents: Sequence[bytes] | None
         for number, record in enumerate(records, 1):
             key = json.dumps([record["variant"], record["players"], record["rules"]], sort_keys=True)
             if key not in rule_sets:
+                if "players" in record["rules"] and "name" not in record["rules"]:
+                    raise RecordError(f"{path}: rules of record {number}: players is given twice, in rules and "
+                                      "beside them: a record gives its player count once, in its players field")
                 try:
                     changes = record["rules"]  # every field, with its name, for rules that are no file in conf/
                     # A record is data: its variant is a name of conf/variant (or the rules come whole, as a

@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -65,6 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from policies.json_data import read_json
 from policies.league.roles import MAIN, ROLES
 from policies.league.ratings import ordinal, start_rating
 
@@ -376,14 +378,14 @@ class LeagueStore:
     def member(self, name_or_id: str | int) -> Member | None:
         column = "id" if isinstance(name_or_id, int) else "name"
         row = self.db.execute(f"SELECT * FROM members WHERE {column} = ?", (name_or_id,)).fetchone()
-        return None if row is None else _member(row)
+        return None if row is None else _member(row, self.path)
 
     def members(self, active_only: bool = False, kinds: Iterable[str] | None = None) -> list[Member]:
         """Members in the order they joined. `active_only`: those in the league's pool now, which never holds a
         person (kind human): training and the site's opponent list never pick one."""
         rows = self.db.execute("SELECT * FROM members ORDER BY id").fetchall()
         kinds = set(kinds) if kinds is not None else None
-        return [m for m in map(_member, rows)
+        return [m for m in (_member(row, self.path) for row in rows)
                 if (not active_only or (m.active and m.kind != HUMAN_KIND)) and (kinds is None or m.kind in kinds)]
 
     def update_member(self, member_id: int, **fields: Any) -> None:
@@ -503,6 +505,8 @@ class LeagueStore:
             "SELECT r.member_id, m.name, m.kind, r.round_id, r.iteration, r.mu, r.sigma, r.created_at"
             " FROM ratings r JOIN members m ON m.id = r.member_id ORDER BY r.id"
         ).fetchall()
+        for row in rows:
+            _rating(row, row["name"], self.path)
         return [dict(r) for r in rows]
 
 
@@ -560,13 +564,21 @@ def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
 
 
 def _schema_version(value: Any, path: Path) -> int:
-    """The ``schema_version`` a database's meta holds, as a number; anything else is one line."""
+    """The ``schema_version`` a database's meta holds, as a number of 1 or more (a newer one than this code's is
+    the caller's to refuse); anything else is one line."""
     try:
-        return int(value)
+        version = int(value)
     except (TypeError, ValueError):
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
-        raise LeagueStoreError(f"{path}: not a league database (its schema_version is {shown}, not a number)") \
-            from None
+        raise LeagueStoreError(f"{path}: not a league database (its schema_version is {_shown(value)}, not a "
+                               "number)") from None
+    if version < 1:
+        raise LeagueStoreError(f"{path}: not a league database (its schema_version is {version}: schemas are "
+                               f"numbered 1 to {SCHEMA_VERSION})")
+    return version
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
 
 
 def _check_is_league(path: Path) -> None:
@@ -586,12 +598,39 @@ def _check_is_league(path: Path) -> None:
         raise LeagueStoreError(f"{path}: not a league database (it has no league tables)")
 
 
-def _member(row: sqlite3.Row) -> Member:
+def _rating(row: sqlite3.Row, name: Any, path: Path) -> tuple[float, float]:
+    """A row's ``mu`` and ``sigma``: finite numbers, sigma above 0. A rating no round writes (inf, a sigma of 0 or
+    less, text) is `LeagueStoreError` of one line naming the member, so it is never shown or rated from."""
+    mu, sigma = row["mu"], row["sigma"]
+    for key, value in (("mu", mu), ("sigma", sigma)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise LeagueStoreError(f"{path}: league member {_shown(name)} has {key} = {_shown(value)}, not a "
+                                   "finite number: restore league.db from a copy")
+    if sigma <= 0:
+        raise LeagueStoreError(f"{path}: league member {_shown(name)} has sigma = {sigma!r}, not above 0: "
+                               "restore league.db from a copy")
+    return float(mu), float(sigma)
+
+
+def _panel(row: sqlite3.Row, path: Path) -> dict[str, Any] | None:
+    if row["panel"] is None:
+        return None
+    try:
+        panel = read_json(row["panel"])
+    except (TypeError, ValueError):
+        panel = None
+    if not isinstance(panel, dict):
+        raise LeagueStoreError(f"{path}: league member {_shown(row['name'])} has panel = {_shown(row['panel'])}, "
+                               "not a JSON object: restore league.db from a copy")
+    return panel
+
+
+def _member(row: sqlite3.Row, path: Path) -> Member:
+    mu, sigma = _rating(row, row["name"], path)
     return Member(
         id=row["id"], name=row["name"], kind=row["kind"], spec=row["spec"], iteration=row["iteration"],
         env_steps=row["env_steps"], created_at=row["created_at"], active=bool(row["active"]),
-        evicted_at=row["evicted_at"], slot=row["slot"], mu=row["mu"], sigma=row["sigma"],
-        panel=None if row["panel"] is None else json.loads(row["panel"]),
+        evicted_at=row["evicted_at"], slot=row["slot"], mu=mu, sigma=sigma, panel=_panel(row, path),
         # A reader leaves an older database as it is: before roles, main and its snapshots were main's.
         role=row["role"] if "role" in row.keys() else (MAIN if row["kind"] in LEARNER_KINDS else None),
     )
