@@ -84,6 +84,9 @@ VARIANT_DIR = Path(__file__).resolve().parent.parent / "conf" / "variant"
 MAX_PLAYERS = 4
 MAX_TOKENS = 4
 DIE_FACES = 6
+MAX_SIXES_FORFEIT = 100
+"""The largest `Rules.sixes_forfeit`: that many sixes in a row never comes (odds 6**-100), and the engine counts
+them in an int16 state column, so a larger count would only overflow."""
 
 SAFE_RULES = ("share", "mover_home")
 STACK_RULES = ("capture_all", "mover_home")
@@ -131,7 +134,7 @@ class Rules:
     bonus_roll_on_six: bool = True
     """A six gives the mover another roll."""
     sixes_forfeit: int = 3
-    """With bonus rolls on six, the n-th six in a row forfeits that roll without moving; 0 = never."""
+    """With bonus rolls on six, the n-th six in a row forfeits that roll without moving: 0 = never, else 2..100."""
     bonus_roll_on_capture: bool = True
     """Capturing gives another roll."""
     bonus_roll_on_home: bool = False
@@ -276,8 +279,8 @@ class Rules:
             not self.enter_rolls or any(not 1 <= r <= DIE_FACES for r in self.enter_rolls)
         ):
             bad("enter_rolls", list(self.enter_rolls), f"give at least one die value in 1..{DIE_FACES}")
-        if self.sixes_forfeit < 0 or self.sixes_forfeit == 1:
-            bad("sixes_forfeit", self.sixes_forfeit, "use 0 (never) or a count of 2 or more")
+        if not (self.sixes_forfeit == 0 or 2 <= self.sixes_forfeit <= MAX_SIXES_FORFEIT):
+            bad("sixes_forfeit", self.sixes_forfeit, f"use 0 (never) or a count in 2..{MAX_SIXES_FORFEIT}")
         if self.overshoot == "bounce" and self.home_column < DIE_FACES - 1:
             # A bounce must stay inside the home column, or it would need track rules on the way back.
             bad("overshoot", self.overshoot, f"'bounce' needs home_column >= {DIE_FACES - 1}")

@@ -491,10 +491,17 @@ def module_value_source(folder: Path, meta: dict[str, Any], name: str) -> Module
 
 # ------------------------------------------------------------------ specs
 def split_spec(spec: str, prefix: str) -> tuple[str, dict[str, str]]:
-    """``<prefix><path>?k=v&k=v`` -> (path, options); the path may itself contain no '?'."""
+    """``<prefix><path>?k=v&k=v`` -> (path, options); the path may itself contain no '?'. An option given twice
+    is a ValueError of one line: which of two values was meant is not for us to guess."""
     body = spec[len(prefix):]
     path, _, query = body.partition("?")
-    options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=False)) if query else {}
+    pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=False) if query else []
+    options: dict[str, str] = {}
+    for key, value in pairs:
+        if key in options:
+            raise ValueError(f"player '{spec}': option {key!r} is given twice ({key}={options[key]} and "
+                             f"{key}={value}): give it once")
+        options[key] = value
     return path, options
 
 
