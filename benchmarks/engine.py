@@ -38,7 +38,7 @@ os.environ["NUMBA_NUM_THREADS"] = "1"
 
 import numpy as np  # noqa: E402
 
-from launch.cli import OneLineParser, positive  # noqa: E402
+from launch.cli import OneLineParser, catch_interrupts, positive, stop_interrupted  # noqa: E402
 from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random, step_batch  # noqa: E402
 from ludo_env.rules import Rules  # noqa: E402
 
@@ -167,4 +167,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    catch_interrupts()
+    try:
+        main()
+    except KeyboardInterrupt:
+        stop_interrupted("benchmark stopped, nothing measured is printed")

@@ -1,10 +1,28 @@
 """Commands: training, evaluation, play, league, export, serving and cluster launchers (``launch/*.py``); the
 training library they run is `launch.training`."""
+import sys
+
+if sys.version_info[:2] != (3, 11):  # first: another Python fails later, in some dependency, with a stranger message
+    sys.exit("error: ludo-league runs on Python 3.11 (requires-python >=3.11,<3.12 in pyproject.toml); this is "
+             f"Python {sys.version_info[0]}.{sys.version_info[1]}: run it with python3.11")
+
+if sys.stdout is None:
+    # A command started with its stdout closed (``>&-``): Python then drops every print without a word, so the
+    # command would end with status 0 having shown nothing. It says so before any work (/dev/null drops output).
+    # Only a command: a program that imports this package keeps its own way with stdout.
+    import os.path
+
+    _here = os.path.dirname(os.path.abspath(__file__))
+    _main = os.path.abspath(getattr(sys.modules.get("__main__"), "__file__", None) or "")
+    if os.path.dirname(_main) in (_here, os.path.join(os.path.dirname(_here), "benchmarks")):
+        print("error: stdout is closed, so the command's output cannot be written: give it a file, or >/dev/null "
+              "to drop it", file=sys.stderr)
+        sys.exit(2)
+
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import sys
 
 import policies  # noqa: F401  (sets the OpenMP wait policy before anything loads torch)
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    check_key_spelling(overrides, f"conf/{config_name}.yaml", lambda: list(compose(config_name, [])))
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             return hydra_compose(config_name, overrides=overrides, return_hydra_config=return_hydra_config)
@@ -63,8 +66,9 @@ def compose_options(config: str, argv: list[str], schema: type, command: str, al
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    overrides = hydra_spelling(argv, schema)
     fields = field_names(schema)
+    check_key_spelling(argv, command, lambda: fields, also)
+    overrides = hydra_spelling(argv, schema)
     for arg in overrides:
         if override_key(arg).replace("/", ".").split(".")[0] == "hydra":  # no run folder, no logging: no hydra keys
             raise UserError(unknown_option(arg, "hydra", command, fields, also))
@@ -87,6 +91,20 @@ def compose_options(config: str, argv: list[str], schema: type, command: str, al
         return OmegaConf.to_object(cfg)
     except Exception as err:  # an interpolation that does not resolve, a key deleted with ~key
         raise UserError(one_line(err)) from None
+
+
+OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_.\-/@+~]+")
+"""What the key of a ``key=value`` override is spelled with (Hydra's grammar): ASCII letters, digits, ``_ . - /``,
+``@`` for a package and the ``+ ++ ~`` prefixes."""
+
+
+def check_key_spelling(argv: list[str], command: str, allowed: Callable[[], list[str]], also: str = "") -> None:
+    """Every ``key=value`` argument's key is spelled as Hydra's grammar spells one (`OVERRIDE_KEY`): anything else
+    (``gämes=1``, ``games!=1``) is refused as an unknown option naming the allowed keys, not by Hydra's lexer."""
+    for arg in argv:
+        key, eq, _ = arg.partition("=")
+        if eq and not OVERRIDE_KEY.fullmatch(key):
+            raise UserError(unknown_option(arg, key, command, allowed(), also))
 
 
 def plain_group_names(schema: type) -> set[str]:

@@ -92,6 +92,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
@@ -100,12 +103,14 @@ from launch.cli import (
     MIN_FREE_BYTES,
     RAY_DEPRECATIONS,
     UserError,
+    catch_interrupts,
     check_integers,
     check_output,
     compose,
     emit,
     fail,
     options_help,
+    stop_interrupted,
 )
 
 EXPORT_FORMAT = "ludo-league-export/1"
@@ -474,4 +479,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    catch_interrupts()
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # the model is moved into place only once checked: nothing half-written is left
+        stop_interrupted("export stopped, nothing written")

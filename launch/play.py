@@ -64,6 +64,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 

@@ -119,6 +119,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 from hydra.core.config_store import ConfigStore
 
 from launch.cli import (

@@ -27,6 +27,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 import numpy as np
 from hydra.core.config_store import ConfigStore
 

@@ -102,6 +102,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 from launch.cli import UserError, emit, fail, one_line  # noqa: E402
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"

@@ -29,13 +29,16 @@ from pathlib import Path
 os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from launch.cli import UserError, check_hydra_outputs, compose, fail, one_line
 from launch.training import build, loop
 from launch.training.algorithms import algorithm
-from launch.training.runs import RunDir, keep_run_settings, merge_overrides, typed_today
+from launch.training.runs import OVERRIDES, RunDir, keep_run_settings, merge_overrides, typed_today
 from launch.training.schema import TrainConfig, check
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError
@@ -101,6 +104,11 @@ def preflight(argv: list[str]) -> None:
 
 def resume_argv(argv: list[str]) -> list[str]:
     """``resume=<run>`` reuses the run's own overrides (saved at its first start); later ones win."""
+    for arg in argv:
+        key, eq, value = arg.lstrip("+~").partition("=")
+        if key == "resume" and eq and not value.strip():  # else a new run starts, in a new folder
+            raise UserError("resume= needs a run folder: resume=outputs/train/<run> (leave resume out to start a "
+                            "new run)")
     resume = next((a.partition("=")[2] for a in argv if a.startswith("resume=")), None)
     if not resume or any(a.startswith("-") for a in argv):
         return argv
@@ -123,6 +131,24 @@ def resume_argv(argv: list[str]) -> list[str]:
 
 WHERE_KEYS = ("run_dir", "hydra.run.dir")
 """Overrides that say where a run writes: a resume writes into the run it resumes."""
+HYDRA_OWN = {".hydra", "train.log"}
+"""What Hydra writes in a run folder as it starts: all that a start refused after it leaves behind."""
+
+
+def check_run_folder(cfg) -> None:
+    """The folder a run writes into is new, empty, or a training run's own (it holds ``overrides.txt``, as a
+    resumed run does): a run never writes among other files (``hydra.run.dir=/etc``). `UserError` of one line."""
+    folders = [("hydra.run.dir", cfg.hydra.run.dir)]
+    if not OmegaConf.is_interpolation(cfg, "run_dir"):  # run_dir= set by hand names where the run writes too
+        folders.append(("run_dir", cfg.run_dir))
+    for key, folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir() or (folder / OVERRIDES).is_file():
+            continue
+        others = sorted(p.name for p in folder.iterdir() if p.name not in HYDRA_OWN)
+        if others:
+            raise UserError(f"{key}={folder}: the folder holds other files ({len(others)}, e.g. {others[0]!r}), and "
+                            "a run writes only into a new or empty folder, or resumes its own run (resume=<run>)")
 
 
 if __name__ == "__main__":
@@ -130,7 +156,9 @@ if __name__ == "__main__":
         argv = resume_argv(sys.argv[1:])
         if not any(a.startswith("-") for a in argv):
             # a bad override: one line, not Hydra's page; a run folder that cannot be written: before Hydra makes it
-            check_hydra_outputs(compose("config", argv, return_hydra_config=True))
+            composed = compose("config", argv, return_hydra_config=True)
+            check_hydra_outputs(composed)
+            check_run_folder(composed)
             preflight(argv)  # every check that needs no Ray, before a run folder exists
         sys.argv = sys.argv[:1] + argv
         main()

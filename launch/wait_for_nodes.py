@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+
+# isort: split
 from hydra.core.config_store import ConfigStore  # noqa: E402
 
 from launch.cli import (  # noqa: E402

@@ -1,0 +1,184 @@
+"""Lost, wrong or unclear ends of the commands, each now one line: a run written into a folder of other files, an
+empty ``resume=``, ratings no round writes in league.db, a closed stdout, a record giving its player count twice,
+JSON nested a hundred thousand deep, a rule out of its range, Ctrl-C in export and the engine benchmark, a spec
+option given twice, another Python, and a key Hydra's lexer cannot read."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from policies.league.store import LeagueStore, LeagueStoreError
+from tests.security.helpers import ROOT, bot_league, one_error_line, run_command, site_client
+from tests.security.test_records_are_data import record_line
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+# ------------------------------------------------------------------ where a run writes
+def test_a_run_into_a_folder_of_other_files_is_refused_and_the_folder_untouched(tmp_path):
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "passwd").write_text("root:x:0:0\n")
+    for key in ("hydra.run.dir", "run_dir"):
+        line = one_error_line(run_command("launch/train.py", "+exp=smoke", f"{key}={folder}", timeout=180))
+        assert f"{key}={folder}: the folder holds other files" in line and "'passwd'" in line
+        assert sorted(p.name for p in folder.iterdir()) == ["passwd"]
+
+
+def test_an_empty_resume_is_refused_instead_of_starting_a_new_run(tmp_path):
+    line = one_error_line(run_command("launch/train.py", "+exp=smoke", "resume=",
+                                      f"hydra.run.dir={tmp_path / 'run'}", timeout=180))
+    assert line.startswith("error: resume= needs a run folder")
+    assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ what league.db holds
+@pytest.mark.parametrize("change, says", [
+    ("UPDATE members SET mu = 9e999 WHERE name = 'hybrid'", "league member 'hybrid' has mu = inf, not a finite"),
+    ("UPDATE members SET sigma = -5 WHERE name = 'hybrid'", "league member 'hybrid' has sigma = -5.0, not above 0"),
+    ("UPDATE members SET sigma = 0 WHERE name = 'hybrid'", "league member 'hybrid' has sigma = 0.0, not above 0"),
+    ("UPDATE members SET mu = 'abc' WHERE name = 'hybrid'", "league member 'hybrid' has mu = 'abc', not a finite"),
+    ("UPDATE meta SET value = '-1' WHERE key = 'schema_version'", "its schema_version is -1: schemas are numbered"),
+], ids=["mu-inf", "sigma-negative", "sigma-zero", "mu-text", "schema-negative"])
+def test_a_rating_or_schema_no_league_writes_is_one_line_never_shown(tmp_path, change, says):
+    run = bot_league(tmp_path / "run")
+    with sqlite3.connect(run / "league.db") as db:
+        db.execute(change)
+    done = run_command("launch/league.py", "show", f"league={run / 'league.db'}", timeout=120)
+    assert says in one_error_line(done)
+    assert done.stdout == ""  # no table with the bad rating in it
+
+
+def test_a_bad_rating_in_the_history_is_never_read_as_one(tmp_path):
+    run = bot_league(tmp_path / "run")
+    with LeagueStore.open(run) as store:
+        store.set_ratings(None, {store.member("hybrid").id: (26.0, 7.0)})
+    with sqlite3.connect(run / "league.db") as db:
+        db.execute("UPDATE ratings SET sigma = -1")
+    with LeagueStore.open(run, create=False, read_only=True) as store, \
+            pytest.raises(LeagueStoreError, match="'hybrid' has sigma = -1.0, not above 0"):
+        store.rating_history()
+
+
+# ------------------------------------------------------------------ stdout closed
+def test_a_closed_stdout_is_one_line_and_no_work(tmp_path):
+    done = run_command("launch/evaluate.py", "players=[random,random]", "variant=quick", "games=4",
+                       f"hydra.run.dir={tmp_path / 'run'}", preexec_fn=lambda: os.close(1), timeout=120)
+    assert "stdout is closed" in one_error_line(done)
+    assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ records and policy files
+def test_a_record_giving_players_in_its_rules_and_beside_them_is_one_line(tmp_path):
+    from policies.records import RecordError, load_decisions
+
+    path = tmp_path / "twice.jsonl"
+    path.write_text(record_line("classic", {"players": 4}))
+    with pytest.raises(RecordError, match="players is given twice"):
+        load_decisions([path])
+
+
+def test_a_record_nested_100000_deep_is_one_line(tmp_path):
+    from policies.records import RecordError, read_records
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps({"format": "x"})[:-1] + f', "rules": {DEEP}}}\n')
+    with pytest.raises(RecordError, match="nested deeper than 64 levels"):
+        read_records(path)
+
+
+def test_a_policy_json_nested_100000_deep_is_one_line(tmp_path):
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "policy.json").write_text('{"format": "ludo-league-policy/1", "kind": ' + DEEP + "}")
+    line = one_error_line(run_command("launch/evaluate.py", f"players=[ckpt:{policy},random]", "variant=quick",
+                                      "games=2", f"hydra.run.dir={tmp_path / 'run'}", timeout=120))
+    assert "policy.json' is unreadable: JSON nested deeper than 64 levels" in line
+
+
+@pytest.mark.parametrize("script, args", [("evaluate.py", ["games=4", "hydra.run.dir={tmp}/run"]), ("play.py", [])])
+def test_a_rule_past_its_range_on_the_command_line_is_one_line_naming_the_range(tmp_path, script, args):
+    line = one_error_line(run_command(f"launch/{script}", "variant.sixes_forfeit=1000000000000",
+                                      *(a.format(tmp=tmp_path) for a in args), timeout=120))
+    assert "sixes_forfeit=1000000000000 is not allowed" in line and "2..100" in line
+
+
+def test_a_record_with_a_rule_past_its_range_is_listed_as_damaged(tmp_path):
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "huge.jsonl").write_text(record_line("classic", {"sixes_forfeit": 10**12}))
+    answer = site_client(records).get("/api/records")
+    assert answer.status_code == 200
+    [entry] = [e for e in answer.json()["records"] if e["file"] == "records/huge.jsonl"]
+    assert "sixes_forfeit=1000000000000 is not allowed" in entry["error"], entry
+
+
+# ------------------------------------------------------------------ Ctrl-C
+def interrupted(args: list[str], settle: float) -> subprocess.CompletedProcess:
+    """``python <args>`` sent SIGINT after `settle` seconds (well past its imports, inside its work)."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        try:
+            proc.wait(timeout=settle)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(args, proc.returncode, "", err)
+
+
+def test_ctrl_c_during_the_check_of_an_export_is_one_line_and_writes_nothing(tmp_path):
+    from tests.league.tiny_policy import write_tiny_policy
+
+    policy = write_tiny_policy(tmp_path / "p" / "policy", seed=1)
+    done = interrupted(["launch/export.py", f"ckpt={policy}", f"out={tmp_path / 'out' / 'agent.pt'}",
+                        "check=10000000"], settle=15)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 130 and lines[-1] == "interrupted: export stopped, nothing written", done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert list((tmp_path / "out").iterdir()) == []  # no model, no temporary folder
+
+
+def test_ctrl_c_in_the_engine_benchmark_is_one_line():
+    pytest.importorskip("ludopy", reason="benchmarks/engine.py times ludopy (the bench extra)")
+    done = interrupted(["benchmarks/engine.py", "--repeats", "1000"], settle=20)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 130 and lines[-1].startswith("interrupted: "), done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------------ specs, Python, keys
+@pytest.mark.parametrize("spec", ["mcts:/no/policy?sims=64&sims=8", "search:/no/policy?depth=2&depth=1",
+                                  "rollout:random?n=4&n=8"])
+def test_a_spec_option_given_twice_is_refused(spec):
+    from policies.players import PlayerSpecError, make_player
+
+    with pytest.raises(PlayerSpecError, match="is given twice"):
+        make_player(spec)
+
+
+def test_another_python_is_told_its_version_in_one_line():
+    from tests.test_lock import other_python
+
+    python = other_python()
+    if python is None:
+        pytest.skip("no Python other than 3.11 here")
+    done = subprocess.run([python, "launch/evaluate.py", "games=1"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    line = one_error_line(done, status=1)
+    assert "runs on Python 3.11" in line and "this is Python 3." in line
+
+
+@pytest.mark.parametrize("command", [["launch/evaluate.py"], ["launch/train.py"], ["launch/league.py", "show"],
+                                     ["launch/serve.py"]], ids=["evaluate", "train", "league", "serve"])
+def test_a_key_hydra_cannot_spell_is_an_unknown_option_naming_the_allowed(command):
+    line = one_error_line(run_command(*command, "gämes=1", timeout=120))
+    assert "unknown option 'gämes'" in line and "allowed " in line and "Lexer" not in line
