@@ -447,7 +447,7 @@ REGISTRY: dict[str, Encoder] = {e.name: e for e in (
     Encoder("afterstates", AFTERSTATES_SIZE, afterstates_kernel, tuple(afterstate_names()), token_blocks=True),
     Encoder("afterstates_board", AFTERSTATES_SIZE + EGOCENTRIC_SIZE, _afterstates_board,
             tuple(_afterstates_board_names()), token_blocks=True),
-)}
+)}  # a new encoder goes last: ids are places, so every other encoder keeps its id
 ENCODERS = tuple(REGISTRY)
 OBS_DIMS = {name: e.size for name, e in REGISTRY.items()}
 # Encoders whose features are blocks per token. The others have per-token scalars spread over

@@ -19,7 +19,7 @@ from launch.training.algorithms.base import Algorithm, RLlibTraining
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
     ppo.ALGORITHM, dqn.ALGORITHM, ga.ALGORITHM, imitate.ALGORITHM, td_lambda.ALGORITHM,
-)}
+)}  # the order the choices are named in; a new algorithm goes last
 
 
 def algorithm(name: str) -> Algorithm:
