@@ -16,7 +16,9 @@ every game in which that player is to move.
     inside numba and key their randomness by game.
 ``py:package.module:ClassName``
     your own bot (below). The module is imported as Python would from the
-    current directory.
+    current directory. This is code: it is taken from a command line only,
+    never from a league database, a file, a record or a request
+    (`stored_spec` refuses it there).
 ``ckpt:<path>``
     a saved agent, loaded by its kind (``policies.saved.REGISTRY``): a PPO or DQN
     policy (needs torch and ray), the GA-evolved network, a TD(λ) value played
@@ -34,6 +36,10 @@ every game in which that player is to move.
 ``champion:<variant>``
     the shipped champion of a rule set (``policies.champions``), played as
     ``ckpt:`` plays its policy folder, under this name.
+``exact:optimal`` / ``exact:best_response?to=<player spec>``
+    the minimax-optimal policy of a solved two-player game of 1 or 2 tokens
+    each, or the exact best response to another player there
+    (``policies.exact``); any other game is refused in one line.
 
 A bad spec raises `PlayerSpecError` with one line that lists what is allowed. A learned player
 (``ckpt:``, ``search:``, ``mcts:``, ``champion:``, and ``rollout:`` over one of them) knows the variant and
@@ -79,10 +85,11 @@ import functools
 import importlib
 import inspect
 import os
+import re
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Iterable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -130,7 +137,33 @@ def bot_names() -> tuple[str, ...]:
 def allowed_specs() -> str:
     """The one-line list of accepted specs, for error messages."""
     return (f"use a bot name ({', '.join(bot_names())}), py:package.module:ClassName, ckpt:<path>, "
-            "search:<path>?depth=2, mcts:<path>?sims=64, rollout:<player spec>?n=16 or champion:<variant>")
+            "search:<path>?depth=2, mcts:<path>?sims=64, rollout:<player spec>?n=16, champion:<variant>, "
+            "exact:optimal or exact:best_response?to=<player spec>")
+
+
+CODE_PREFIX = "py:"
+"""The spec kind that imports code: taken from a command line only (`stored_spec`)."""
+_NAMES_CODE = re.compile(r"(?:^|[:=?&,])\s*py:")
+"""A ``py:`` spec at the start of a spec, or nested in one (``rollout:py:...``, ``...?to=py:...``)."""
+
+
+def names_code(spec: str) -> bool:
+    """Whether `spec` is a ``py:`` bot or has one nested in it."""
+    return bool(_NAMES_CODE.search(spec))
+
+
+def stored_spec(spec: Any, where: str, given: Iterable[str] = ()) -> str:
+    """`spec` as read from a file, a database, a record or a request, where a spec is data: one that imports code
+    (``py:``, at its start or nested in another spec) is `PlayerSpecError` of one line naming `where`, unless the
+    very same spec is in `given`, the specs of today's command line. Every other kind names a bot or a saved
+    policy, which is read as data (`policies.checkpoints`, `policies.files`)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise PlayerSpecError(f"{where}: {spec!r} is not a player spec")
+    spec = spec.strip()
+    if names_code(spec) and spec not in {s.strip() for s in given if isinstance(s, str)}:
+        raise PlayerSpecError(f"{where}: '{spec}' is a {CODE_PREFIX} bot, which is code: a {CODE_PREFIX} spec is "
+                              "taken only from a command line, never from a file, database, record or request")
+    return spec
 
 
 def make_player(spec: str, seed: int = 0, rules: Any = None,
@@ -153,6 +186,8 @@ def make_player(spec: str, seed: int = 0, rules: Any = None,
         player = _load_search_player(spec, seed)
     elif spec.startswith(ROLLOUT_PREFIX):
         player = _load_rollout_player(spec, seed)
+    elif spec.startswith("exact:"):
+        player = _load_exact_player(spec, seed)
     elif spec in bot_names():
         return BotPlayer(spec, seed)
     else:
@@ -166,6 +201,12 @@ def check_fits(player: Any, rules: Any) -> None:
     """`PlayerSpecError` (one line) if `player` was trained for another variant or player count than `rules`:
     a learned policy's inputs and seats mean what they meant in training. Players that record nothing (bots,
     your own) fit any game."""
+    fits = getattr(player, "fits", None)
+    if fits is not None:  # a player that knows which games it can play (`policies.exact`)
+        try:
+            fits(rules)
+        except ValueError as err:
+            raise PlayerSpecError(_one_line(err)) from None
     trained = getattr(player, "trained_for", None)
     if trained is None:
         return
@@ -482,6 +523,15 @@ def _load_rollout_player(spec: str, seed: int) -> Player:
     try:
         return make_rollout_player(spec, seed, make_player)
     except ValueError as err:  # its own options, or its rollout policy's spec
+        raise PlayerSpecError(_named_by(spec, err)) from err
+
+
+def _load_exact_player(spec: str, seed: int) -> Player:
+    from policies.exact import make_exact_player
+
+    try:
+        return make_exact_player(spec, seed, make_player)
+    except ValueError as err:  # its own options, or its opponent's spec
         raise PlayerSpecError(_named_by(spec, err)) from err
 
 
