@@ -46,8 +46,16 @@ rated from games on the browser site, `launch/serve.py`) is deleted with
 every game of theirs and their claim on the name, and every rating round
 from their first game on is rated again from the games that are left
 (`policies.league.league.remove_person`), so the agents' ratings are what
-they would be had the person never played. A training run's main and
-snapshots are the run's to manage and are refused.
+they would be had the person never played; a game of theirs still being
+played on the site is then not rated. A person is found by their name
+whatever its case and spaces (``human:Alice`` is ``human:alice``), and a
+name claimed on the site that never played a rated game is released. A
+training run's main and snapshots are the run's to manage and are refused.
+
+A ``py:`` bot is code: ``add`` refuses it, and ``play`` seats no member whose
+spec in the database is one (it sits the round out with a warning), since a
+database is data and never names code to import. A ``py:`` bot joins a training
+run's league from train.py's command line (``league.external``).
 
 The ``human:`` prefix is reserved for people: ``add`` refuses a ``name=``
 that starts with it, so no agent can take a person's games.
@@ -267,11 +275,17 @@ def standings(store) -> str:
 def remove_members(store, names: list[str]) -> None:
     """Every name is checked before any is removed; all go in one transaction."""
     from policies.league.league import remove_person
-    from policies.league.store import HUMAN_KIND
+    from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, person_name
 
-    members = []
+    members, claims = [], []
     for name in names:
         member = store.member(name)
+        if member is None and name.startswith(HUMAN_PREFIX):  # a person, as the site folds names
+            name = person_name(name[len(HUMAN_PREFIX):])
+            member = store.member(name)
+            if member is None and store.claim(name) is not None:
+                claims.append(name)  # claimed on the site, never rated: the claim alone goes
+                continue
         if member is None:
             known = ", ".join(m.name for m in store.members()) or "none"
             raise UserError(f"no member named {name!r} in {store.path}: members are {known}")
@@ -280,6 +294,9 @@ def remove_members(store, names: list[str]) -> None:
         members.append(member)
     said = []
     with store.transaction():
+        for name in claims:
+            store.release_claim(name)
+            said.append(f"released: {name}'s claim on the name (it never played a rated game)")
         for member in members:
             if member.kind == HUMAN_KIND:
                 games = remove_person(store, member)

@@ -61,6 +61,14 @@ Options are Hydra ``key=value`` overrides of ``conf/serve.yaml``, typed by
     bot, and the page says so; the game goes on. ``0`` or ``null`` (``none``): no limit.
 ``host`` (default 127.0.0.1, this machine only) and ``port`` (default 8000;
     0 picks a free one, and the printed address names it).
+``trusted_proxies`` (default none)
+    The reverse proxies in front of the site, as a list of IP addresses or
+    networks (``[127.0.0.1]``, ``[10.0.0.0/8,::1]``). An address is what
+    the limits below count, so it is the connection's own unless it comes
+    from one of these: then it is the right-most address of the request's
+    X-Forwarded-For that is not a trusted proxy. Without it every proxy
+    header (X-Forwarded-For, Forwarded, X-Real-IP) is ignored, so no client
+    can name its own address (docs/pages/how-to/play.md: behind a proxy).
 
 What any visitor can store or rate is bounded (whole numbers; docs/pages/concepts/security.md says what is protected and
 why):
@@ -168,6 +176,9 @@ class ServeConfig:
     """The address to serve on; the default serves this machine only."""
     port: int = 8000
     """The port; 0 picks a free one (the printed address names it)."""
+    trusted_proxies: list[str] = field(default_factory=list)
+    """IP addresses or networks of the reverse proxies in front of the site: only from these is X-Forwarded-For
+    believed (its right-most untrusted address); none: every proxy header is ignored."""
     rated_per_name: int = Limits.rated_per_name
     """Rated games one name may have in an hour; a game past it is played and recorded, not rated (0: none)."""
     rated_per_address: int = Limits.rated_per_address
@@ -197,7 +208,22 @@ def parse(argv: list[str]) -> dict[str, Any]:
     cfg.move_seconds = check_move_seconds(cfg.move_seconds)
     for key in Limits.names():
         check_limit(key, getattr(cfg, key))
+    cfg.trusted_proxies = check_trusted_proxies(cfg.trusted_proxies)
     return dataclasses.asdict(cfg)
+
+
+def check_trusted_proxies(values: list[str]) -> list[str]:
+    """``trusted_proxies``: each an IP address or network (``10.0.0.0/8``), as `ipaddress` writes it."""
+    import ipaddress
+
+    out = []
+    for value in values:
+        try:
+            out.append(str(ipaddress.ip_network(str(value).strip(), strict=False)))
+        except ValueError:
+            raise UserError(f"trusted_proxies=[{str(value)[:60]}] is not allowed: give IP addresses or networks of "
+                            "the proxies in front of the site, as [127.0.0.1] or [10.0.0.0/8,::1]") from None
+    return out
 
 
 def check_limit(key: str, value: int) -> int:
@@ -248,7 +274,7 @@ def build_site(args: dict[str, Any]):
     hold_records_lock(records)
     limits = Limits(**{key: args[key] for key in Limits.names()})
     site = Site(records.resolve(), args["agents"], league, replays, move_seconds=args.get("move_seconds"),
-                limits=limits)
+                limits=limits, trusted_proxies=args.get("trusted_proxies"))
     try:
         site.load_agents()  # now: a bad spec is a start-up error, not a failed game later
     except PlayerSpecError as err:
@@ -344,7 +370,10 @@ def main(argv: list[str]) -> None:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     emit(f"serving http://{shown}:{port}/ (Ctrl-C stops); records go to {site.records}")
-    config = uvicorn.Config(app, log_level="warning", access_log=False, http=one_line_h11_protocol())
+    # uvicorn's own proxy headers are off: it would believe X-Forwarded-For from 127.0.0.1 (its default), so
+    # any local script could be any number of addresses; the site reads them itself, from trusted_proxies only.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, http=one_line_h11_protocol(),
+                            proxy_headers=False, forwarded_allow_ips="")
     server = uvicorn.Server(config)
     code = serve_until_stopped(server, sock)
     # The real stdout: a py: bot's call still in flight has sys.stdout pointed at stderr (policies.players).

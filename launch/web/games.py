@@ -7,7 +7,12 @@ Rated play cannot be gamed by a visitor (`launch.web.site.Limits` holds the numb
 
 * a name is claimed by its first game (with a league): the server answers that game with a secret
   (``name_token``), which the browser keeps and sends with every later game under the name; a game under a
-  claimed name without it is refused (403). Only the secret's SHA-256 is stored (the league's ``people``);
+  claimed name without it is refused (403). Only the secret's SHA-256 is stored (the league's ``people``).
+  Names are compared folded (`policies.league.store.person_name`: ``Alice`` is ``alice``). A game is rated only
+  while the claim it started under still holds the name (`league.py remove` or a release ends it); a claim that
+  never played is released when its game ends unrated or is given up, after a day, or past an address's share;
+* the browser's player token, which lists its unfinished games, is issued by the server (`issue_player`), never
+  chosen by the browser; an address is the connection's, unless it is a trusted proxy (`client_address`);
 * a game is rated only while its name and its address are under their rated games per hour; past a limit it is
   played and recorded, not rated, and its end says so; new names past the hourly cap are refused (429);
 * a game is rated once: its id is the key of the league's ``site_games``, written in the rating's transaction,
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
+import ipaddress
 import os
 import re
 import secrets
@@ -54,8 +61,17 @@ MAX_GAMES = 500  # games held in memory; the oldest finished ones go first
 REPLACEMENT = "random"  # the bot that takes a failed agent's seat
 NAME_PATTERN = r"[A-Za-z0-9._-](?:[A-Za-z0-9 ._-]{0,30}[A-Za-z0-9._-])?"  # a person's name for the league
 PLAYER_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"  # the browser's player token (localStorage), for its games list
+PLAYER_RANDOM_CHARS = 22  # secrets.token_urlsafe(16): 128 random bits, then the server's MAC of them
+PLAYER_MAC_CHARS = 32
 NAME_TOKEN_PATTERN = r"^[A-Za-z0-9_-]{16,100}$"  # the secret of a claimed name (the browser's localStorage)
 HOUR = 3600.0
+RATED = "rated in the league as "
+UNPLAYED_CLAIM_SECONDS = 24 * HOUR
+"""A claimed name that has played no rated game this long after its claim is released: a claim alone holds a name
+for a day at most."""
+UNPLAYED_CLAIMS_PER_ADDRESS = 3
+"""Claims one address may hold that have played no rated game yet; a new one past it releases that address's
+oldest, so claims that never play cannot pile up."""
 
 
 def secret_hash(secret: str) -> str:
@@ -65,6 +81,62 @@ def secret_hash(secret: str) -> str:
 def address_hash(address: str | None) -> str | None:
     """What the league and games.db keep of a browser's address: enough to count its games, not the address."""
     return None if address is None else hashlib.sha256(f"ludo-league-address:{address}".encode()).hexdigest()[:32]
+
+
+def issue_player(site: Site) -> str:
+    """A new player token for a browser: 128 random bits and the server's MAC of them (`Site.player_key`), so that
+    the server knows its own tokens again, after a restart too, without keeping a list of them."""
+    random_part = secrets.token_urlsafe(16)
+    return random_part + _player_mac(site, random_part)
+
+
+def known_player(site: Site, token: str) -> bool:
+    """Whether `token` is a player token this server issued (`issue_player`); a browser cannot choose its own."""
+    if len(token) != PLAYER_RANDOM_CHARS + PLAYER_MAC_CHARS:
+        return False
+    return hmac.compare_digest(_player_mac(site, token[:PLAYER_RANDOM_CHARS]), token[PLAYER_RANDOM_CHARS:])
+
+
+def _player_mac(site: Site, random_part: str) -> str:
+    return hmac.new(site.player_key, random_part.encode(), hashlib.sha256).hexdigest()[:PLAYER_MAC_CHARS]
+
+
+def checked_player(site: Site, token: str | None) -> str | None:
+    """A player token a request brought, when this server issued it; `Refused` 403 otherwise, so that no browser
+    reads or adds to another's games list under a token it made up or guessed."""
+    if token is not None and not known_player(site, token):
+        raise Refused(403, f"the player token {shown(token)} was not issued by this server: send none, and keep the "
+                           "player_token a new game answers")
+    return token
+
+
+def client_address(site: Site, request: Request) -> str | None:
+    """The address a request came from, for the site's limits: the connection's peer, and only when that peer is
+    one of the site's trusted proxies (`Site.trusted_proxies`), the right-most address of X-Forwarded-For that is
+    not a trusted proxy itself (what the nearest proxy saw; what a client wrote further left is not believed). No
+    other header (Forwarded, X-Real-IP) is read. None when the server knows no peer (an in-process client)."""
+    peer = request.client.host if request.client else None
+    if peer is None or not site.trusted_proxies or not _trusted(site, peer):
+        return peer
+    hops = [hop.strip() for value in request.headers.getlist("x-forwarded-for") for hop in value.split(",")]
+    address = peer
+    for hop in reversed(hops):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:  # a proxy's header that cannot be read: the last address that could be
+            break
+        address = hop
+        if not _trusted(site, hop):
+            break
+    return address
+
+
+def _trusted(site: Site, address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in site.trusted_proxies if network.version == ip.version)
 
 
 def check_row_names(row: dict[str, Any]) -> None:
@@ -142,13 +214,15 @@ class Session:
 
     def __init__(self, site: Site, rules, you: int, opponents: dict[int, Opponent], seed: int, *,
                  game_id: str | None = None, player: str | None = None, name: str | None = None,
-                 started: datetime | None = None, address: str | None = None):
+                 started: datetime | None = None, address: str | None = None, claim: str | None = None):
         from ludo_env.engine import Game
 
         self.id = game_id or secrets.token_urlsafe(12)
         self.site, self.rules, self.you, self.seed = site, rules, you, seed
         self.player, self.name = player, name  # the browser's token (its games list) and the league name
         self.address = address  # the hashed address that started it (`address_hash`), for the site's limits
+        # The SHA-256 of the name's secret this game was started with: rated only while that claim holds the name
+        self.claim = claim
         self.opponents = opponents
         self.players = {seat: site.player(o, seed + 1 + k, rules)
                         for k, (seat, o) in enumerate(sorted(opponents.items()))}
@@ -174,7 +248,8 @@ class Session:
         return {"id": self.id, "player": self.player, "name": self.name, "variant": self.rules.name,
                 "players": self.rules.players, "you": self.you, "seed": self.seed,
                 "opponents": {str(s): o.id for s, o in self.opponents.items()},
-                "started": self.started.isoformat(), "events": self.events, "address": self.address}
+                "started": self.started.isoformat(), "events": self.events, "address": self.address,
+                "claim": self.claim}
 
     def persist(self) -> None:
         """The game's row in games.db as it is now (dropped once the game is over and recorded). A disk that
@@ -211,7 +286,7 @@ class Session:
                 opponents[seat] = Opponent(str(opponent_id), str(opponent_id)[:SHOWN_CHARS], "gone", REPLACEMENT)
         session = cls(site, rules, int(row["you"]), opponents, int(row["seed"]), game_id=row["id"],
                       player=row["player"], name=row["name"], started=datetime.fromisoformat(row["started"]),
-                      address=row.get("address"))
+                      address=row.get("address"), claim=row.get("claim"))
         for event in row["events"]:
             kind = event[0]
             if kind == "r":
@@ -257,6 +332,8 @@ class Session:
         if game.over:
             self.save()
             self.rated = self.rate()
+            if self.rated is not None and not self.rated.startswith(RATED):
+                release_claim(self.site, self.name, self.claim)  # a claim that never played holds no name
 
     def roll(self) -> None:
         self._require("roll")
@@ -404,18 +481,25 @@ class Session:
         if self.site.league is None:
             return None
         from policies.league.league import HUMAN_ROUND, rate_round
-        from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, LeagueStore, LeagueStoreError
+        from policies.league.store import HUMAN_KIND, LeagueStore, LeagueStoreError, person_name
 
         limits = self.site.limits
         try:
             seats = self.rating_members()
             if isinstance(seats, str):
                 return seats
-            name = f"{HUMAN_PREFIX}{self.name}"
+            name = person_name(self.name)
             with self.site.rating_lock, LeagueStore.open(self.site.league.db_path, create=False) as store:
                 with store.transaction():
                     if store.site_game(self.id) is not None:
                         return "rated once already: a game counts once in the league"
+                    claim = store.claim(name)
+                    if claim is None or self.claim is None or not secrets.compare_digest(claim["token"], self.claim):
+                        # removed from the league, or released, while this game went on: the person's rating is
+                        # not made again without a claim, nor given to whoever claimed the name since
+                        return (f"not rated: the name {self.name} is no longer claimed by the browser that started "
+                                "this game (it was removed from the league or released); start a new game to "
+                                "claim a name")
                     person = store.member(name)
                     if person is not None and person.kind != HUMAN_KIND:
                         return f"not rated: league member {name} is an agent's name, not a person's"
@@ -437,7 +521,7 @@ class Session:
                     store.set_ratings(round_id, rate_round([(ids, places)], current, HUMAN_ROUND))
                     store.add_site_game(self.id, name, self.address, round_id)
                     after = store.member(person.id)
-            return f"rated in the league as {name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
+            return f"{RATED}{name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
         except LeagueStoreError as err:
             log.error("game %s could not be rated in the league: %s", self.id, one_line(err))
             return f"not rated: {one_line(err)}"
@@ -478,7 +562,9 @@ class NewGame(BaseModel):
     opponents: Opponents
     """Ids from GET /api/options' opponents, one per other seat."""
     player: str | None = Field(None, pattern=PLAYER_PATTERN)
-    """The browser's own token (kept in its localStorage): GET /api/saved lists its unfinished games."""
+    """The browser's player token, as a new game's ``player_token`` gave it (kept in its localStorage): GET
+    /api/saved lists its unfinished games. Without one, the game answers a new one; a token the server did not
+    issue is refused (403)."""
     name: str | None = Field(None, max_length=200)
     """The person's name for the league: 1-32 letters, digits, spaces, '.', '_' or '-'."""
     name_token: str | None = Field(None, pattern=NAME_TOKEN_PATTERN)
@@ -572,6 +658,43 @@ class GameTable:
         with self._lock:
             self._games.pop(game_id, None)
 
+    def _release_claim_of(self, game_id: str) -> None:
+        """A game given up for room: its claim on a name, if the name never played, is released with it."""
+        with self._lock:
+            game = self._games.get(game_id)
+        row = self.site.shelf.row(game_id) if game is None and self.site.shelf is not None else None
+        if game is not None:
+            release_claim(self.site, game.name, game.claim)
+        elif row is not None:
+            release_claim(self.site, row.get("name"), row.get("claim"))
+
+    def retry(self) -> None:
+        """Finished games still waiting for their record file or their rating (`Session.waits`) try again, the
+        oldest first: each new game and each start of the server tries, so that a records disk with room again,
+        or a league that is back, settles them. One thread tries at a time; a try that fails again ends the
+        round (the disk or the league is still not back)."""
+        if not self._retrying.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                waiting = sorted((g for g in self._games.values() if g.waits and not g.expired),
+                                 key=lambda g: g.started)
+            for game in waiting:
+                with game.lock:
+                    if not game.waits:
+                        continue
+                    if game.record_failed:
+                        game.write_record()
+                    if game.rating_pending and not game.record_failed:
+                        game.settle_rating()
+                        if not game.rating_pending:
+                            log.info("game %s, kept for later, is settled: %s", game.id, game.rated)
+                    game.persist()
+                    if game.waits:
+                        return
+        finally:
+            self._retrying.release()
+
     def unfinished(self, *, player: str | None = None, address: str | None = None) -> list[Session]:
         """The unfinished games in memory, of `player` or from `address` (all without either)."""
         with self._lock:
@@ -597,6 +720,7 @@ class GameTable:
                                        f"been idle for {limits.idle_minutes} minutes: finish or leave one first")
                 log.info("unfinished game %s expired: idle for over %d minutes, and %s is at its cap of %d",
                          oldest, limits.idle_minutes, whose, cap)
+                self._release_claim_of(oldest)
                 if shelf is not None:
                     try:
                         shelf.drop(oldest)
@@ -626,41 +750,65 @@ class GameTable:
         return mine
 
 
-def claim_name(site: Site, name: str, secret: str | None, address: str | None) -> str | None:
-    """With a league, the person's right to play under `name`: its first game claims it (the new secret is
-    returned, to give the browser once), a later one must bring the secret (`Refused` 403 otherwise). Past the
-    site's new names per hour, a new name is `Refused` 429. Without a league a name rates nothing and claims
-    nothing (None)."""
+def claim_name(site: Site, name: str, secret: str | None, address: str | None) -> tuple[str | None, str | None]:
+    """With a league, the person's right to play under `name` (folded: `policies.league.store.person_name`): its
+    first game claims it (the new secret is returned, to give the browser once), a later one must bring the secret
+    (`Refused` 403 otherwise); the second value is the SHA-256 of the secret the game plays under. Past the site's
+    new names per hour (names that have played), a new name is `Refused` 429; a claim that never played is released
+    after `UNPLAYED_CLAIM_SECONDS`, and an address holds at most `UNPLAYED_CLAIMS_PER_ADDRESS` of them. Without a
+    league a name rates nothing and claims nothing: (None, None)."""
     if site.league is None:
-        return None
-    from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, LeagueStore
+        return None, None
+    from policies.league.store import HUMAN_KIND, LeagueStore, person_name
 
-    member_name = f"{HUMAN_PREFIX}{name}"
+    member_name = person_name(name)
     try:
         with site.rating_lock, LeagueStore.open(site.league.db_path, create=False) as store:
             with store.transaction():
+                store.release_unplayed_claims(time.time() - UNPLAYED_CLAIM_SECONDS)
                 claim = store.claim(member_name)
                 if claim is not None:
                     if secret is None or not secrets.compare_digest(secret_hash(secret), claim["token"]):
                         raise Refused(403, f"the name {shown(name)} is taken: it plays rated games only from the "
                                            "browser that claimed it; play under another name, or without one")
-                    return None
+                    return None, claim["token"]
                 member = store.member(member_name)
                 if member is not None and member.kind != HUMAN_KIND:
                     raise Refused(403, f"the name {shown(name)} is a league agent's: play under another name")
                 cap = site.limits.new_names
                 if store.claims_since(time.time() - HOUR) >= cap:
-                    raise Refused(429, f"{cap} new names were claimed on this site in the last hour, the most it "
-                                       "allows: play under a name you have, or without one, or try later")
+                    raise Refused(429, f"{cap} new names played rated games on this site in the last hour, the "
+                                       "most it allows: play under a name you have, or without one, or try later")
+                if address is not None:
+                    unplayed = store.unplayed_claims(address)
+                    for oldest in unplayed[:max(0, len(unplayed) - UNPLAYED_CLAIMS_PER_ADDRESS + 1)]:
+                        store.release_claim(oldest)
+                        log.info("claim on %s released: its address claimed %d names that have not played",
+                                 oldest, UNPLAYED_CLAIMS_PER_ADDRESS)
                 secret = secrets.token_urlsafe(24)
                 store.add_claim(member_name, secret_hash(secret), address)
-                return secret
+                return secret, secret_hash(secret)
     except Refused:
         raise
     except Exception as err:  # noqa: BLE001 - the league is another process's file (locked, replaced)
         log.error("name %s could not be claimed in the league: %s", shown(name), one_line(err))
         raise Refused(503, "the league cannot be written now, so a name cannot be claimed: try again, or play "
                            "without a name") from None
+
+
+def release_claim(site: Site, name: str | None, claim: str | None) -> None:
+    """The claim a game was started under, released when its person never played a rated game: its game ended
+    unrated or was given up (expired), so the name is free again. The league failing is logged: the claim then
+    goes after `UNPLAYED_CLAIM_SECONDS`."""
+    if site.league is None or name is None or claim is None:
+        return
+    from policies.league.store import LeagueStore, person_name
+
+    try:
+        with site.rating_lock, LeagueStore.open(site.league.db_path, create=False) as store:
+            store.release_claim(person_name(name), claim)
+    except Exception as err:  # noqa: BLE001 - the league is another process's file; the game is done either way
+        log.error("the claim on name %s could not be released: %s", shown(name), one_line(err))
 
 
 def routes(site: Site) -> APIRouter:
@@ -699,17 +847,22 @@ def routes(site: Site) -> APIRouter:
                                "'_' or '-', not starting or ending with a space")
         chosen = [site.opponent(o) for o in body.opponents]
         others = [s for s in range(rules.players) if s != body.seat]
-        address = address_hash(request.client.host if request.client else None)
+        player = checked_player(site, body.player)
+        address = address_hash(client_address(site, request))
         with new_game_lock:  # the caps and the claim are checked and taken by one request at a time
-            games.make_room(body.player, address)
-            token = claim_name(site, body.name, body.name_token, address) if body.name is not None else None
+            games.make_room(player, address)
+            token, claim = claim_name(site, body.name, body.name_token, address) if body.name is not None \
+                else (None, None)
+            issued = issue_player(site) if player is None else None
             game = Session(site, rules, body.seat, dict(zip(others, chosen)), secrets.randbelow(10**6),
-                           player=body.player, name=body.name, address=address)
+                           player=player or issued, name=body.name, address=address, claim=claim)
             games.keep(game)
             game.persist()
         view = game.view()
         if token is not None:
             view["name_token"] = token  # said once: the browser keeps it for every later game under the name
+        if issued is not None:
+            view["player_token"] = issued  # said once: the browser keeps it and lists its games with it
         return view
 
     @router.get("/api/games/{game_id}/version", response_model=Version, responses=refusals(404, 422))
@@ -719,9 +872,10 @@ def routes(site: Site) -> APIRouter:
         with game.lock:
             return {"version": len(game.events), "turn": game.turn()}
 
-    @router.get("/api/saved", response_model=SavedList, responses=refusals(422))
+    @router.get("/api/saved", response_model=SavedList, responses=refusals(403, 422))
     def saved(player: str = Query(pattern=PLAYER_PATTERN)):
-        """The unfinished games started with this browser's player token, newest first."""
+        """The unfinished games started with this browser's player token (one the server issued), newest first."""
+        checked_player(site, player)
         return {"games": [{"id": g.id, "variant": g.rules.name, "players": g.rules.players, "you": g.you,
                            "opponents": [g.labels[s] for s in range(g.rules.players) if s != g.you],
                            "moves": sum(e[0] == "m" for e in g.events),

@@ -1,8 +1,8 @@
 """Unfinished games kept on disk, so that a game survives a server restart: ``<records>/games.db``.
 
 One row per unfinished game: what started it (variant, players, the person's seat, the opponents' ids, the
-seed, the browser's player token and name) and its ``events``, every roll and move in order, with each
-replacement of a failed agent. Replaying the events through the engine from the seed gives the same position,
+seed, the browser's player token and name, the SHA-256 of the name's secret) and its ``events``, every roll and
+move in order, with each replacement of a failed agent. Replaying the events through the engine from the seed gives the same position,
 the same log and the same decisions to record, without asking any agent again: the dice are the engine's,
 drawn from the seed. Written in one transaction per roll, move or opponent turn (WAL, ``synchronous=FULL``), so
 a killed server loses at most the request in flight; a finished game's row goes when its record file is written.
@@ -42,14 +42,15 @@ CREATE TABLE IF NOT EXISTS games (
     started TEXT NOT NULL,
     events TEXT NOT NULL,
     updated REAL NOT NULL,
-    address TEXT
+    address TEXT,
+    claim TEXT
 );
 CREATE INDEX IF NOT EXISTS games_player ON games (player);
 CREATE INDEX IF NOT EXISTS games_updated ON games (updated);
 CREATE INDEX IF NOT EXISTS games_address ON games (address);
 """
 COLUMNS = ("id", "player", "name", "variant", "players", "you", "seed", "opponents", "started", "events", "updated",
-           "address")
+           "address", "claim")
 
 
 class ShelfGone(OSError):
@@ -70,6 +71,8 @@ class GameShelf:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(games)").fetchall()}
         if columns and "address" not in columns:  # a games.db of a server from before the site's limits
             self.db.execute("ALTER TABLE games ADD COLUMN address TEXT")
+        if columns and "claim" not in columns:  # the SHA-256 of the name's secret a game plays under
+            self.db.execute("ALTER TABLE games ADD COLUMN claim TEXT")
         for statement in _SCHEMA.strip().split(";"):
             if statement.strip():
                 self.db.execute(statement)
@@ -110,7 +113,7 @@ class GameShelf:
 
     def put(self, row: dict[str, Any]) -> None:
         """The game's row as it is now, in one transaction."""
-        values = {"address": None, **row, "opponents": json.dumps(row["opponents"]),
+        values = {"address": None, "claim": None, **row, "opponents": json.dumps(row["opponents"]),
                   "events": json.dumps(row["events"]), "updated": time.time()}
         self._write(f"INSERT OR REPLACE INTO games ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
                     [values[c] for c in COLUMNS])

@@ -4,6 +4,11 @@ each resolved to what plays it by `league_member_spec`), every loaded agent shar
 timed on each move."""
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import os
+import secrets
+import stat
 import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -15,6 +20,8 @@ from launch.web.common import Refused, log, one_line, shown
 from launch.web.saved import GameShelf
 
 DEFAULT_MOVE_SECONDS = 10.0
+PLAYER_KEY = "player.key"
+PLAYER_KEY_BYTES = 32
 # An agent's first move also compiles its kernels (numba's cache can be cold, torch warms up): it gets longer.
 FIRST_MOVE_SECONDS = 120.0
 
@@ -78,11 +85,13 @@ class Site:
 
     def __init__(self, records: Path, agents: list[str] | None = None, league=None,
                  replays: list[Path] | None = None, move_seconds: float | None = DEFAULT_MOVE_SECONDS,
-                 limits: Limits | None = None):
+                 limits: Limits | None = None, trusted_proxies: list[str] | None = None):
         from policies.players import bot_names
 
         self.records = records
         self.limits = limits or Limits()
+        # The proxies whose X-Forwarded-For is believed (`launch.web.games.client_address`); none unless named.
+        self.trusted_proxies = [ipaddress.ip_network(p, strict=False) for p in trusted_proxies or []]
         self.league = league  # a launch.leaderboard.Board, or None
         self.replays = list(replays or [])
         self.move_seconds = move_seconds  # an agent's time for one move; None: no limit
@@ -103,6 +112,7 @@ class Site:
         except Exception as err:  # noqa: BLE001 - an unwritable folder: games are played, not kept
             log.error("unfinished games cannot be kept in %s: %s", records, one_line(err))
             self.shelf = None
+        self.player_key = player_key(records)  # after the shelf, which makes the folder
 
     def storage_warning(self) -> str | None:
         """What every game's page says while unfinished games cannot be kept on disk (games.db gone or
@@ -159,15 +169,26 @@ class Site:
 
         if opponent.spec in bot_names():
             return make_player(opponent.spec, seed=seed)
+        # What the browser is told names the opponent by its label, never by its spec (a path, a module): the
+        # spec and the loader's own words go to the server's log.
         with self._load_lock:
             try:
                 if opponent.spec not in self._loaded:
                     self._keep(opponent.spec, make_player(opponent.spec, seed=seed))
-                if rules is not None:
-                    check_fits(self._loaded[opponent.spec], rules)
             except PlayerSpecError as err:
-                raise Refused(422, f"opponent {opponent.label!r} cannot play this game: {err}") from None
-            return self._loaded[opponent.spec]
+                log.error("opponent %s cannot be loaded: %s", opponent.label, one_line(err))
+                raise Refused(422, f"opponent {opponent.label!r} cannot be loaded on this server now (its log says "
+                                   "why): choose another") from None
+            loaded = self._loaded[opponent.spec]
+            if rules is not None:
+                try:
+                    check_fits(loaded, rules)
+                except PlayerSpecError:
+                    variant, players = loaded.trained_for
+                    raise Refused(422, f"opponent {opponent.label!r} cannot play this game: it was trained for "
+                                       f"{players}-player {variant}, this game is {rules.players}-player "
+                                       f"{rules.name}") from None
+            return loaded
 
     def load_agents(self) -> None:
         """Load every agent given on the command line; `PlayerSpecError` for the first that cannot be."""
@@ -231,6 +252,42 @@ class Site:
             except Refused:
                 return None
         return None
+
+
+def player_key(records: Path) -> bytes:
+    """The server's key for the player tokens it issues (`launch.web.games.issue_player`), kept in
+    ``<records>/player.key`` (made once, whole, readable by this user alone) so that a browser's token holds across
+    restarts. A key file that is no regular file of its size is not used; a folder where none can be kept gives a
+    key for this run only (logged): browsers then get new tokens after a restart."""
+    path = records / PLAYER_KEY
+    if not os.path.lexists(path):
+        tmp = records / f".{PLAYER_KEY}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(PLAYER_KEY_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.link(tmp, path)  # whole or absent, and never over a key another process made first
+        except FileExistsError:
+            pass
+        except OSError as err:
+            log.error("%s cannot be made (%s): player tokens hold until the server stops", path, err.strerror)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+            key = handle.read(PLAYER_KEY_BYTES + 1) if regular else b""
+    except OSError as err:
+        log.error("%s cannot be read (%s): player tokens hold until the server stops", path, err.strerror)
+        return secrets.token_bytes(PLAYER_KEY_BYTES)
+    if len(key) != PLAYER_KEY_BYTES:
+        log.error("%s is not a file of %d bytes: player tokens hold until the server stops", path, PLAYER_KEY_BYTES)
+        return secrets.token_bytes(PLAYER_KEY_BYTES)
+    return key
 
 
 def shipped_champions() -> list[tuple[str, str, tuple[str, int]]]:

@@ -347,7 +347,7 @@ def _ranking_table(league: _League) -> str:
         body.append(
             f'<tr data-member="{name}" class="{status}">'
             f'<td class="num">{MISSING if row["rank"] is None else row["rank"]}</td>'
-            f'<td class="name" title="{html.escape(member.spec, quote=True)}">{name}</td>'
+            f'<td class="name">{name}</td>'  # a name only: a spec (a path, a module) stays on the server
             f'<td><span class="kind kind-{row["kind"]}">{row["kind"]}</span></td>'
             f'<td class="role">{MISSING if row["role"] is None else html.escape(row["role"])}</td>'
             f'<td class="num">{_number(row["mu"])}</td>'

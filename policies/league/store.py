@@ -35,9 +35,12 @@ Tables (schema version `SCHEMA_VERSION`, kept in ``meta``):
     rating history.
 ``people``
     The names people claimed on the browser site (`launch/serve.py`): the
-    member name (``human:<name>``), the SHA-256 of the secret the claiming
-    browser keeps, a hash of the address it claimed from, and when. Only a
-    browser holding the secret plays rated games under the name.
+    member name (``human:<name>``, the name folded: `person_name`), the
+    SHA-256 of the secret the claiming browser keeps, a hash of the address
+    it claimed from, and when. Only a browser holding the secret plays rated
+    games under the name. A claim whose person has no rated game yet (no
+    member) is unplayed: the site releases it (`release_claim`) when its game
+    ends unrated or is given up, or when it is old.
 ``site_games``
     Every game of the site that was rated, by the site's game id (its
     primary key, so a game is rated once whatever fails after), with the
@@ -70,14 +73,22 @@ from policies.json_data import read_json
 from policies.league.roles import MAIN, ROLES
 from policies.league.ratings import ordinal, start_rating
 
-SCHEMA_VERSION = 3  # 2: members of kind human; 3: members' role (older databases are migrated when opened for
-# writing, and read as they are by a reader)
+SCHEMA_VERSION = 4  # 2: members of kind human; 3: members' role; 4: people's names folded (`person_name`) (older
+# databases are migrated when opened for writing, and read as they are by a reader)
 MEMBER_KINDS = ("main", "snapshot", "bot", "external", "human")
 LEARNER_KINDS = ("main", "snapshot")
 """Kinds of member that have a role: the learner itself and its frozen copies."""
 HUMAN_KIND = "human"  # a person rated from their games on the browser site (launch/serve.py); never plays in training
 HUMAN_PREFIX = "human:"
 """Every person's member name is ``human:<name>``, and only a person's: the prefix is reserved for kind human."""
+
+
+def person_name(name: str) -> str:
+    """The member name of a person who plays as `name` on the site: ``human:`` and the name folded, its case and its
+    runs of spaces made one (``Alice``, ``ALICE`` and ``alice`` are one person, and so are ``al  ice`` and
+    ``al ice``), so that one person cannot be claimed and rated twice under names that read alike."""
+    return HUMAN_PREFIX + " ".join(name.split()).casefold()
+
 DB_NAME = "league.db"
 
 _SCHEMA = """
@@ -428,7 +439,36 @@ class LeagueStore:
                             (name, token_hash, address, time.time()))
 
     def claims_since(self, since: float) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM people WHERE claimed_at >= ?", (since,)).fetchone()[0])
+        """Names claimed since `since` that have played a rated game (their person is a member): a claim that
+        never played is not counted, so claims alone cannot use up the site's new names."""
+        return int(self.db.execute(
+            "SELECT COUNT(*) FROM people WHERE claimed_at >= ? AND name IN (SELECT name FROM members)",
+            (since,)).fetchone()[0])
+
+    def unplayed_claims(self, address: str) -> list[str]:
+        """The names claimed from `address` that have not played a rated game yet, oldest first."""
+        return [row[0] for row in self.db.execute(
+            "SELECT name FROM people WHERE address = ? AND name NOT IN (SELECT name FROM members) "
+            "ORDER BY claimed_at", (address,))]
+
+    def release_claim(self, name: str, token_hash: str | None = None) -> bool:
+        """The claim on `name` released, when its person never played a rated game (a person who has is taken out
+        with `policies.league.league.remove_person`) and, with `token_hash`, when it is still that claim (the name
+        may have been released and claimed again since). True when a claim was released."""
+        with self.transaction():
+            if self.member(name) is not None:
+                return False
+            if token_hash is None:
+                cursor = self.db.execute("DELETE FROM people WHERE name = ?", (name,))
+            else:
+                cursor = self.db.execute("DELETE FROM people WHERE name = ? AND token = ?", (name, token_hash))
+            return cursor.rowcount > 0
+
+    def release_unplayed_claims(self, before: float) -> int:
+        """Every claim made before `before` whose person never played a rated game, released; how many."""
+        with self.transaction():
+            return self.db.execute("DELETE FROM people WHERE claimed_at < ? AND name NOT IN (SELECT name FROM "
+                                   "members)", (before,)).rowcount
 
     def site_game(self, game: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM site_games WHERE game = ?", (game,)).fetchone()
@@ -480,8 +520,8 @@ class LeagueStore:
         elif since_round is not None:
             query, args = query + " WHERE round_id >= ?", [since_round]
         rows = self.db.execute(query + " ORDER BY id", args).fetchall()
-        return [Match(r["id"], r["round_id"], r["variant"], tuple(json.loads(r["seats"])),
-                      tuple(json.loads(r["places"])), r["created_at"]) for r in rows]
+        return [Match(r["id"], r["round_id"], r["variant"], _integers(r, "seats", self.path),
+                      _integers(r, "places", self.path), r["created_at"]) for r in rows]
 
     def rounds(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute("SELECT * FROM rounds ORDER BY id").fetchall()]
@@ -514,7 +554,8 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
     """An older database to the current schema in one transaction of its own, before foreign keys are turned on
     (SQLite cannot rebuild a table that others refer to with them on). Schema 1 to 2: the members table rebuilt
     with kind ``human`` allowed by its CHECK (SQLite cannot change a CHECK in place). Schema 2 to 3: a ``role``
-    column, ``main`` for main and its snapshots (the only learner there was). Rows and ids are kept, so matches
+    column, ``main`` for main and its snapshots (the only learner there was). Schema 3 to 4: people's names
+    folded (`_fold_people`). Rows and ids are kept, so matches
     and ratings still name the same members; the foreign keys are checked before the commit. A new or current
     database is left alone."""
     try:
@@ -538,6 +579,7 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
             if "role" not in columns:
                 db.execute("ALTER TABLE members ADD COLUMN role TEXT")
                 db.execute("UPDATE members SET role = ? WHERE kind IN ('main', 'snapshot')", (MAIN,))
+            _fold_people(db)
             if db.execute("PRAGMA foreign_key_check").fetchone() is not None:
                 raise LeagueStoreError(f"{path}: the league database cannot be migrated to schema "
                                        f"{SCHEMA_VERSION} (its foreign keys do not hold)")
@@ -546,6 +588,32 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _fold_people(db: sqlite3.Connection) -> None:
+    """Schema 3 to 4: every person's name (members of kind human, claims, rated site games) folded as
+    `person_name` folds it, so that a name is found whatever case and spaces it was typed with. Two people whose
+    names fold alike both played before names were folded: the first to join takes the folded name, the other
+    keeps the name it has (its games and rating stay; ``league.py remove`` takes it by that name)."""
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    names = [row[0] for row in db.execute("SELECT name FROM members WHERE kind = 'human' ORDER BY id")]
+    if "people" in tables:
+        names += [row[0] for row in db.execute("SELECT name FROM people ORDER BY claimed_at")
+                  if row[0] not in names]
+    for name in names:
+        folded = person_name(name[len(HUMAN_PREFIX):]) if name.startswith(HUMAN_PREFIX) else name
+        if folded == name:
+            continue
+        taken = db.execute("SELECT 1 FROM members WHERE name = ?", (folded,)).fetchone()
+        if "people" in tables:
+            taken = taken or db.execute("SELECT 1 FROM people WHERE name = ?", (folded,)).fetchone()
+        if taken:
+            continue
+        db.execute("UPDATE members SET name = ? WHERE name = ?", (folded, name))
+        if "people" in tables:
+            db.execute("UPDATE people SET name = ? WHERE name = ?", (folded, name))
+        if "site_games" in tables:
+            db.execute("UPDATE site_games SET person = ? WHERE person = ?", (folded, name))
 
 
 def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
@@ -610,6 +678,18 @@ def _rating(row: sqlite3.Row, name: Any, path: Path) -> tuple[float, float]:
         raise LeagueStoreError(f"{path}: league member {_shown(name)} has sigma = {sigma!r}, not above 0: "
                                "restore league.db from a copy")
     return float(mu), float(sigma)
+
+
+def _integers(row: sqlite3.Row, key: str, path: Path) -> tuple[int, ...]:
+    """A match's ``seats`` or ``places``: a JSON list of integers; anything else is `LeagueStoreError` of one line."""
+    try:
+        value = read_json(row[key])
+    except (TypeError, ValueError):
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise LeagueStoreError(f"{path}: match {row['id']} has {key} = {_shown(row[key])}, not a JSON list of "
+                               "integers: restore league.db from a copy")
+    return tuple(value)
 
 
 def _panel(row: sqlite3.Row, path: Path) -> dict[str, Any] | None:

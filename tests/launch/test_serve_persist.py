@@ -13,8 +13,7 @@ from policies.league.store import LeagueStore
 from policies.records import read_records
 from tests.launch.test_serve import play_out
 
-PLAYER = "tab-token-0123"
-QUICK = {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"], "player": PLAYER}
+QUICK = {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"]}
 
 
 def position(view) -> tuple:
@@ -25,24 +24,25 @@ def position(view) -> tuple:
 def test_an_unfinished_game_survives_a_server_restart(tmp_path):
     records = tmp_path / "records"
     first = TestClient(create_app(Site(records, [])))
-    view = play_out(first, first.post("/api/games", json={**QUICK, "players": 4, "opponents": ["bot:random"] * 3}
-                                     ).json(), actions=60)
+    started = first.post("/api/games", json={**QUICK, "players": 4, "opponents": ["bot:random"] * 3}).json()
+    player = started["player_token"]  # the server's token for this browser, which lists its games
+    view = play_out(first, started, actions=60)
     assert not view["over"] and view["version"] > 20
-    other = first.post("/api/games", json={**QUICK, "player": "someone-else-99"}).json()
+    other = first.post("/api/games", json=QUICK).json()  # another browser, with a token of its own
 
     second = TestClient(create_app(Site(records, [])))  # a new server on the same records folder
     again = second.get(f"/api/games/{view['id']}").json()
     assert position(again) == position(view) and again["seats"] == view["seats"]
-    listed = second.get("/api/saved", params={"player": PLAYER}).json()["games"]
+    listed = second.get("/api/saved", params={"player": player}).json()["games"]
     assert [g["id"] for g in listed] == [view["id"]] and listed[0]["opponents"] == ["random"] * 3
-    assert [g["id"] for g in second.get("/api/saved", params={"player": "someone-else-99"}).json()["games"]] \
+    assert [g["id"] for g in second.get("/api/saved", params={"player": other["player_token"]}).json()["games"]] \
         == [other["id"]]
     assert second.get("/api/saved", params={"player": "../etc"}).status_code == 422
 
     done = play_out(second, again)  # played on to its end, and recorded whole
     moves = [(e["seat"], e["die"], e["token"]) for e in done["log"] if e["token"] is not None]
     assert [(r["seat"], r["die"], r["chosen"]) for r in read_records(records / done["record"])] == moves
-    assert [g["id"] for g in second.get("/api/saved", params={"player": PLAYER}).json()["games"]] == []
+    assert [g["id"] for g in second.get("/api/saved", params={"player": player}).json()["games"]] == []
     third = TestClient(create_app(Site(records, [])))  # a finished game is no longer kept
     assert third.get(f"/api/games/{view['id']}").status_code == 404
     assert third.get(f"/api/games/{other['id']}").status_code == 200
@@ -100,17 +100,17 @@ def test_a_humans_rating_changes_after_a_recorded_game(tmp_path, monkeypatch, ga
                                            "name": "Ann B."}).json()
     secret = view["name_token"]  # the name's first game claims it; the browser keeps the secret
     done = play_out(client, view)
-    assert done["rated"].startswith("rated in the league as human:Ann B.")
+    assert done["rated"].startswith("rated in the league as human:ann b.")  # names are compared folded
     with LeagueStore.open(run / "league.db", create=False, read_only=True) as store:
-        person = store.member("human:Ann B.")
+        person = store.member("human:ann b.")
         assert person.kind == "human" and (person.mu, person.sigma) != (25.0, 25 / 3)
         [match] = store.matches()
         assert len(match.seats) == 3 and match.seats[0] == person.id and list(match.places) == done["places"]
         assert sorted(match.places) == places
-        assert "human:Ann B." not in {m.name for m in store.members(active_only=True)}  # never a training opponent
-    assert "league:human:Ann B." not in {o["id"] for o in client.get("/api/options").json()["opponents"]}
+        assert "human:ann b." not in {m.name for m in store.members(active_only=True)}  # never a training opponent
+    assert "league:human:ann b." not in {o["id"] for o in client.get("/api/options").json()["opponents"]}
     page = client.get("/league").text
-    assert "human:Ann B." in page and "kind-human" in page
+    assert "human:ann b." in page and "kind-human" in page
 
     # against an opponent that is not a league member, or without a name, a game is not rated
     view = client.post("/api/games", json={**QUICK, "opponents": ["bot:hybrid"], "name": "Ann B.",

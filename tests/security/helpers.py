@@ -38,6 +38,17 @@ def site_client(records: Path, run: Path | None = None, client: str = "10.0.0.1"
     return TestClient(create_app(Site(records, [], league=league, **options)), client=(client, 5000))
 
 
+def player_token(records: Path) -> str:
+    """A new player token as the site over `records` issues it (with the key it keeps there), for a test that
+    needs a browser's token without starting a game to get one."""
+    from types import SimpleNamespace
+
+    from launch.web.games import issue_player
+    from launch.web.site import player_key
+
+    return issue_player(SimpleNamespace(player_key=player_key(records)))
+
+
 def ratings(run: Path) -> dict[str, tuple[float, float]]:
     with LeagueStore.open(run / "league.db", create=False, read_only=True) as store:
         return {m.name: (m.mu, m.sigma) for m in store.members()}

@@ -9,7 +9,7 @@ import sqlite3
 import time
 
 from launch.web.saved import GameShelf
-from tests.security.helpers import site_client
+from tests.security.helpers import player_token, site_client
 
 NEW = {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"]}
 
@@ -17,10 +17,11 @@ NEW = {"variant": "quick", "players": 2, "seat": 0, "opponents": ["bot:random"]}
 def test_unfinished_games_are_capped_per_browser_and_in_total_with_a_clear_429(tmp_path):
     records = tmp_path / "records"
     site = site_client(records, games_per_browser=3, games_total=5, idle_minutes=60)
-    mine = [site.post("/api/games", json={**NEW, "player": "browser-one"}) for _ in range(4)]
+    one = player_token(records)  # a browser's token, as the server issues it
+    mine = [site.post("/api/games", json={**NEW, "player": one}) for _ in range(4)]
     assert [a.status_code for a in mine] == [200, 200, 200, 429]
     assert "this browser has 3 unfinished games" in mine[-1].json()["error"]
-    others = [site.post("/api/games", json={**NEW, "player": f"browser-{k:04d}"}) for k in range(3)]
+    others = [site.post("/api/games", json={**NEW, "player": player_token(records)}) for _ in range(3)]
     assert [a.status_code for a in others] == [200, 200, 429]
     assert "this server has 5 unfinished games" in others[-1].json()["error"]
     with sqlite3.connect(records / "games.db") as db:
@@ -30,10 +31,11 @@ def test_unfinished_games_are_capped_per_browser_and_in_total_with_a_clear_429(t
 def test_past_a_cap_the_oldest_idle_game_makes_room(tmp_path):
     records = tmp_path / "records"
     site = site_client(records, games_per_browser=2, idle_minutes=1)
-    first, second = (site.post("/api/games", json={**NEW, "player": "browser-one"}).json() for _ in range(2))
+    one = player_token(records)
+    first, second = (site.post("/api/games", json={**NEW, "player": one}).json() for _ in range(2))
     with sqlite3.connect(records / "games.db") as db:  # the first was last played two minutes ago
         db.execute("UPDATE games SET updated = ? WHERE id = ?", (time.time() - 120, first["id"]))
-    third = site.post("/api/games", json={**NEW, "player": "browser-one"})
+    third = site.post("/api/games", json={**NEW, "player": one})
     assert third.status_code == 200
     assert site.get(f"/api/games/{first['id']}").status_code == 404  # expired
     assert site.get(f"/api/games/{second['id']}").status_code == 200

@@ -235,6 +235,10 @@ async function api(method, path, body) {
   serverReachable(true);
   let data;
   try { data = await response.json(); } catch (e) { data = {error: `the server answered ${response.status}`}; }
-  if (!response.ok) throw new Error(data.error || `the server answered ${response.status}`);
+  if (!response.ok) {
+    const refused = new Error(data.error || `the server answered ${response.status}`);
+    refused.status = response.status;  // what a page may act on (a player token the server does not know: 403)
+    throw refused;
+  }
   return data;
 }

@@ -66,7 +66,19 @@ function nameTokenKey(name) { return `ludo-name-token:${name}`; }
 async function start(body) {
   lastSetup = body;
   try {
-    const game = await api("POST", "/api/games", body);
+    let game;
+    try {
+      game = await api("POST", "/api/games", body);
+    } catch (err) {
+      if (err.status !== 403 || !body.player || !/player token/.test(err.message)) throw err;
+      forgetPlayerToken();  // not one this server issued (an older page made it up): the server gives a new one
+      delete body.player;
+      game = await api("POST", "/api/games", body);
+    }
+    if (game.player_token) {
+      localStorage.setItem("ludo-player", game.player_token);
+      body.player = game.player_token;  // "play again" sends it too
+    }
     if (game.name_token && body.name) {
       localStorage.setItem(nameTokenKey(body.name), game.name_token);
       body.name_token = game.name_token;  // "play again" sends it too
@@ -124,19 +136,26 @@ async function poll() {
   } catch (err) { /* a server restarting: asked again at the next poll */ }
 }
 
-// this browser's own token (GET /api/saved lists its unfinished games) and the name it plays under
+// this browser's player token (GET /api/saved lists its unfinished games): the server issues it with the first
+// game (player_token), never the page; null before that
 function playerToken() {
-  let token = localStorage.getItem("ludo-player");
-  if (!token || !/^[A-Za-z0-9_-]{8,64}$/.test(token)) {
-    token = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("");
-    localStorage.setItem("ludo-player", token);
-  }
-  return token;
+  const token = localStorage.getItem("ludo-player");
+  return token && /^[A-Za-z0-9_-]{8,64}$/.test(token) ? token : null;
 }
+
+function forgetPlayerToken() { localStorage.removeItem("ludo-player"); }
 
 async function loadSaved() {
   let games = [];
-  try { games = (await api("GET", `/api/saved?player=${playerToken()}`)).games; } catch (err) { games = []; }
+  const token = playerToken();
+  if (token) {
+    try {
+      games = (await api("GET", `/api/saved?player=${encodeURIComponent(token)}`)).games;
+    } catch (err) {
+      if (err.status === 403) forgetPlayerToken();  // a token this server did not issue lists nothing
+      games = [];
+    }
+  }
   const list = $("saved-list");
   list.innerHTML = "";
   for (const g of games) {
@@ -448,8 +467,9 @@ async function present(prev, next, change, seq) {
 
 function setupBody() {
   const body = {variant: $("variant").value, players: Number($("players").value), seat: Number($("seat").value),
-                opponents: [...document.querySelectorAll("#opponents select")].map((s) => s.value),
-                player: playerToken()};
+                opponents: [...document.querySelectorAll("#opponents select")].map((s) => s.value)};
+  const player = playerToken();
+  if (player) body.player = player;
   const name = $("name").value.trim();
   localStorage.setItem("ludo-name", name);
   if (name) {
