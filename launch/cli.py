@@ -580,6 +580,8 @@ def read_jsonl(path: Path, what: str = "row", warned: set | None = None) -> list
     out quietly. `OSError` (a missing file) is the caller's."""
     import json
 
+    from policies.json_data import JSONDepthError, read_json
+
     data = Path(path).read_bytes()
     lines = data.split(b"\n")
     rows = []
@@ -588,9 +590,11 @@ def read_jsonl(path: Path, what: str = "row", warned: set | None = None) -> list
             continue
         last = number == len(lines)  # no newline after it: maybe half a line being written
         try:
-            row = json.loads(raw.decode("utf-8"))
+            row = read_json(raw.decode("utf-8"))
         except UnicodeDecodeError as err:
             problem = f"byte {raw[err.start]:#04x} at column {err.start + 1} is not UTF-8"
+        except JSONDepthError as err:
+            problem = str(err)
         except json.JSONDecodeError as err:
             if last:
                 continue

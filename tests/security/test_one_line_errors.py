@@ -66,6 +66,26 @@ def test_a_bad_rating_in_the_history_is_never_read_as_one(tmp_path):
         store.rating_history()
 
 
+def test_a_match_nested_100000_deep_in_league_db_is_one_line(tmp_path):
+    run = bot_league(tmp_path / "run")
+    with LeagueStore.open(run) as store:
+        ids = [m.id for m in store.members()]
+        store.add_matches(store.add_round("test", "classic"), "classic", [(ids, [1, 2])])
+    with sqlite3.connect(run / "league.db") as db:
+        db.execute("UPDATE matches SET seats = ?", (DEEP,))
+    line = one_error_line(run_command("launch/league.py", "show", f"league={run / 'league.db'}", timeout=120))
+    assert "match 1 has seats = '[[[[" in line and "not a JSON list of integers" in line
+
+
+def test_a_metrics_line_nested_100000_deep_is_left_out_with_a_warning(tmp_path, capsys):
+    from launch.cli import read_jsonl
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"a": 1}\n{"b": ' + DEEP + '}\n{"c": 2}\n')
+    assert read_jsonl(path) == [{"a": 1}, {"c": 2}]
+    assert capsys.readouterr().err == f"warning: {path}:2: JSON nested deeper than 64 levels: this row is left out\n"
+
+
 # ------------------------------------------------------------------ stdout closed
 def test_a_closed_stdout_is_one_line_and_no_work(tmp_path):
     done = run_command("launch/evaluate.py", "players=[random,random]", "variant=quick", "games=4",
