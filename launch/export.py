@@ -377,14 +377,14 @@ def export_policy(ckpt: str | Path, fmt: str, out: str | Path, check: int = 1000
     """
     from ludo_env.observations import feature_names, obs_dim
     from ludo_env.rules import Rules
-    from policies.checkpoints import find_policy
+    from policies.checkpoints import find_policy, read_meta
     from policies.modules import ModulePlayer
     from policies.saved import load_module
 
     folder = find_policy(ckpt)
     with _quiet_logs(RAY_DEPRECATIONS):  # RLlib's own catalog code uses a constructor it deprecates
         module = load_module(folder)
-    meta = json.loads((folder / "policy.json").read_text())
+    meta = read_meta(folder)
     kind, model_config = meta["kind"], meta["model_config"]
     encoder = model_config["obs"]
     dim = obs_dim(encoder)

@@ -15,7 +15,9 @@ a training run folder (its newest checkpoint). This module is the file format
 only; `policies.saved` loads a folder by its kind (players, values, modules);
 RLlib's own checkpoints (pickles) are never loaded from a path a user gives:
 `find_policy` refuses them in one line (`refuse_rllib_checkpoint`).
-Anything missing or damaged raises `PolicyFileError` with one line.
+Anything missing or damaged raises `PolicyFileError` with one line. Both files are read
+only as regular files below a size cap, never through a link and never waiting on a FIFO
+(`policies.files.read_regular`): a folder copied from elsewhere is data.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from typing import Any
 
 import torch
 
+from policies.files import FileRefused, read_regular
 from policies.json_data import read_json
 
 POLICY_FORMAT = "ludo-league-policy/1"
@@ -38,6 +41,10 @@ WEIGHTS = "weights.pt"
 POLICY_DIR = "policy"
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_PREFIX = "iter_"
+POLICY_JSON_MAX_BYTES = 1 << 20
+"""The most a ``policy.json`` may have (a few kilobytes are written): a larger one is refused, not read."""
+WEIGHTS_MAX_BYTES = 1 << 30
+"""The most a ``weights.pt`` may have (this project's networks write a few megabytes at most)."""
 
 
 class PolicyFileError(ValueError):
@@ -154,7 +161,9 @@ def _newest_that_loads(run: Path, checkpoints: list[Path]) -> Path:
 def read_meta(folder: Path) -> dict[str, Any]:
     """``policy.json`` of a policy folder, checked for the format; `PolicyFileError` if unreadable."""
     try:
-        meta = read_json((folder / POLICY_JSON).read_text())
+        meta = read_json(read_regular(folder / POLICY_JSON, POLICY_JSON_MAX_BYTES))
+    except FileRefused as err:
+        raise PolicyFileError(str(err)) from None
     except (OSError, ValueError) as err:
         raise PolicyFileError(f"'{folder / POLICY_JSON}' is unreadable: {err}") from None
     if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
@@ -170,19 +179,22 @@ def load_weights(folder: Path) -> dict[str, Any]:
 
     file = folder / WEIGHTS
     try:
-        size = file.stat().st_size
+        data = read_regular(file, WEIGHTS_MAX_BYTES)  # the bytes checked are the bytes loaded: no second open
+    except FileRefused as err:
+        raise PolicyFileError(str(err)) from None
     except OSError as err:
         raise PolicyFileError(f"'{file}' cannot be read ({err.strerror or type(err).__name__})") from None
+    size = len(data)
     if size == 0:
         raise PolicyFileError(f"'{file}' is damaged: it is empty (0 bytes); the policy was not saved or copied "
                               "completely")
-    if not zipfile.is_zipfile(file):  # what torch.save writes; a truncated one has lost its directory at the end
+    if not zipfile.is_zipfile(io.BytesIO(data)):  # what torch.save writes; a truncated one lost its directory
         raise PolicyFileError(f"'{file}' is damaged: not a torch weights file ({size:,} bytes, not the zip archive "
                               "torch.save writes: truncated or another format)")
     try:
         with warnings.catch_warnings():  # torch warns about the pickle protocol of a file it then refuses
             warnings.simplefilter("ignore")
-            state = torch.load(file, map_location="cpu", weights_only=True)
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         raise PolicyFileError(f"'{file}' holds more than tensors, refused (weights are read with weights_only, "
                               f"which runs no code: {_weights_only_reason(err)})") from None

@@ -33,7 +33,7 @@ RLlib's algorithm state (``algorithm/``) is pickles, and unpickling runs
 whatever code a pickle names: a resume must never read one the user's own runs
 did not write (a run folder copied from someone else). Every checkpoint is
 signed as it is written (`sign_checkpoint`): ``signature.json`` lists the
-SHA-256 of every file under ``algorithm/`` and an HMAC-SHA256 over that list
+SHA-256 and size of every file under ``algorithm/`` and an HMAC-SHA256 over that list
 with a per-user secret key, ``$XDG_CONFIG_HOME/ludo-league/checkpoint-key``
 (``~/.config/...``; `KEY_ENV` names another file, e.g. on a cluster's shared
 home or in tests), created with mode 0600 on first use. On a Ray cluster the
@@ -51,8 +51,15 @@ falls back to the one before without reading it. The check and the read are
 one: each file is copied into a private folder of this user's while its
 digest is taken, and the resume (the pickles' load check and RLlib's restore)
 reads only that copy, so a file replaced in the run folder after the check is
-never read. A run folder written before checkpoints were signed resumes only
-with ``resume_trust_unsigned=true``, which signs the checkpoint it resumes
+never read. Nothing is copied before the folder's files are the signature's list,
+each a regular file (opened without following a link or waiting on a FIFO,
+`policies.files`) of its signed size; each copy stops at that size. A link, a
+FIFO or a device under ``algorithm/`` is `CheckpointRefused` in one line, signed
+or not, and an unlisted file is `CheckpointNotTrusted`: either way nothing is
+written. A failure, Ctrl-C or SIGTERM during the copy removes it. Signatures
+written before sizes were signed (``.../1``) are still checked: each file is
+hashed where it is before any byte of it is copied. A run folder written
+before checkpoints were signed resumes only with ``resume_trust_unsigned=true``, which signs the checkpoint it resumes
 from with this user's key.
 """
 from __future__ import annotations
@@ -72,6 +79,7 @@ from omegaconf import OmegaConf
 
 from launch.cli import CONF_DIR, UserError, read_jsonl, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
+from policies.files import FileRefused, copy_regular, open_regular, read_regular, regular_files, sha256_regular
 
 if TYPE_CHECKING:
     from launch.training.schema import TrainConfig
@@ -84,7 +92,10 @@ CONFIG = "config.yaml"
 # lives, the machine's resources, how it is tracked and printed.
 MACHINE_SECTIONS = ("resume", "resume_trust_unsigned", "run_dir", "resources", "wandb", "progress")
 SIGNATURE = "signature.json"
-SIGNATURE_FORMAT = "ludo-league-checkpoint-signature/1"
+SIGNATURE_FORMAT = "ludo-league-checkpoint-signature/2"
+SIGNATURE_FORMAT_V1 = "ludo-league-checkpoint-signature/1"
+"""Signatures written before each file's size was signed: still checked, each file hashed in place before a copy."""
+SIGNATURE_MAX_BYTES = 16 << 20
 KEY_ENV = "LUDO_LEAGUE_CHECKPOINT_KEY"
 """An environment variable naming the key file that signs checkpoints, instead of `default_key_file`."""
 METRICS = "metrics.jsonl"
@@ -254,7 +265,12 @@ class RunDir:
         A checkpoint not written by this user's runs is `CheckpointNotTrusted` (a `UserError`: nothing of it is
         read), unless `trust_unsigned` (``resume_trust_unsigned=true``), which signs it now; a signed file changed
         since is `ValueError` (damaged). Only then is every pickle of the copy loaded, this user's own, so a class
-        that is gone is found before Ray starts; `ValueError` naming the first that does not load."""
+        that is gone is found before Ray starts; `ValueError` naming the first that does not load. A file that is
+        no regular file is `CheckpointRefused`, signed or not."""
+        with _stop_raises():  # a copy made, then a SIGTERM: the copy is removed, not left behind
+            return self._checked_copy(checkpoint, trust_unsigned)
+
+    def _checked_copy(self, checkpoint: Path, trust_unsigned: bool) -> Path:
         import pickle
 
         folder = self.algorithm_of(checkpoint)
@@ -341,6 +357,12 @@ class CheckpointNotTrusted(UserError):
         self.reason = reason
 
 
+class CheckpointRefused(UserError):
+    """A checkpoint that holds a file that is no regular file (a link, a FIFO, a device): refused before anything
+    of it is read or copied, whatever its signature says, and ``resume_trust_unsigned`` does not sign it. One
+    line for the user."""
+
+
 def default_key_file() -> Path:
     config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(config) / "ludo-league" / "checkpoint-key"
@@ -406,82 +428,163 @@ def _check_key_permissions(file: Path) -> None:
                         f"run chmod 600 '{file}'")
 
 
-def _signed_files(checkpoint: Path) -> dict[str, str]:
-    """``{path under the checkpoint: sha256 hex}`` of every file under its ``algorithm/`` (what RLlib reads)."""
-    digests = {}
-    folder = checkpoint / ALGORITHM_DIR
-    for file in sorted(folder.rglob("*")) if folder.is_dir() else ():
-        if file.is_file() or file.is_symlink():
-            digests[file.relative_to(checkpoint).as_posix()] = _sha256(file)
-    return digests
-
-
-def _sha256(file: Path) -> str:
-    digest = hashlib.sha256()
+def _listing(checkpoint: Path) -> list[str]:
+    """The files under the checkpoint's ``algorithm/`` (``algorithm/<path>``), found without following a link and
+    without opening any; `CheckpointRefused` naming the first that is no regular file (a link, a FIFO, a device)."""
     try:
-        with open(file, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        return [f"{ALGORITHM_DIR}/{name}" for name in regular_files(checkpoint / ALGORITHM_DIR)]
+    except FileRefused as err:
+        raise _refused(checkpoint, err) from None
     except OSError as err:
-        return f"unreadable: {err.strerror or err}"
-    return digest.hexdigest()
+        raise ValueError(f"{ALGORITHM_DIR}/ cannot be listed ({err.strerror or err})") from None
 
 
-def _mac(key: bytes, files: dict[str, str]) -> str:
-    message = json.dumps({"format": SIGNATURE_FORMAT, "files": files}, sort_keys=True, separators=(",", ":"))
+def _open(checkpoint: Path, name: str) -> int:
+    """A descriptor of the checkpoint's regular file `name` (`policies.files.open_regular`)."""
+    try:
+        return open_regular(checkpoint / name)
+    except FileRefused as err:  # replaced by a link or a FIFO since it was listed
+        raise _refused(checkpoint, err) from None
+    except OSError as err:
+        raise ValueError(f"{name} is unreadable ({err.strerror or err})") from None
+
+
+def _signed_files(checkpoint: Path) -> tuple[dict[str, str], dict[str, int]]:
+    """``{path under the checkpoint: sha256 hex}`` and ``{path: size in bytes}`` of every file under its
+    ``algorithm/`` (what RLlib reads); `CheckpointRefused` for one that is not a regular file."""
+    digests, sizes = {}, {}
+    for name in _listing(checkpoint):
+        fd = _open(checkpoint, name)
+        try:
+            sizes[name] = os.fstat(fd).st_size
+            digests[name] = sha256_regular(fd, sizes[name])
+        finally:
+            os.close(fd)
+    return digests, sizes
+
+
+def _mac(key: bytes, files: dict[str, str], sizes: dict[str, int] | None = None) -> str:
+    """The HMAC of a signature; a signature of the format before sizes were signed has none (`sizes` None)."""
+    body = {"format": SIGNATURE_FORMAT_V1, "files": files} if sizes is None else \
+        {"format": SIGNATURE_FORMAT, "files": files, "sizes": sizes}
+    message = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
 
 
 def sign_checkpoint(checkpoint: Path) -> None:
-    """Write ``signature.json`` (atomically): the SHA-256 of each file under ``algorithm/`` and an HMAC-SHA256 over
-    them with this user's key (`checkpoint_key`)."""
-    files = _signed_files(checkpoint)
-    write_json(checkpoint / SIGNATURE, {"format": SIGNATURE_FORMAT, "files": files,
-                                        "hmac": _mac(checkpoint_key(), files)})
+    """Write ``signature.json`` (atomically): the SHA-256 and size of each file under ``algorithm/`` and an
+    HMAC-SHA256 over them with this user's key (`checkpoint_key`). `CheckpointRefused` when a file there is not a
+    regular file: it is never signed."""
+    files, sizes = _signed_files(checkpoint)
+    write_json(checkpoint / SIGNATURE, {"format": SIGNATURE_FORMAT, "files": files, "sizes": sizes,
+                                        "hmac": _mac(checkpoint_key(), files, sizes)})
 
 
 def verify_checkpoint(checkpoint: Path) -> None:
-    """Reads no pickle. `CheckpointNotTrusted` when this user's runs did not write the checkpoint (no signature,
-    another key's, a file under ``algorithm/`` the signature does not cover); `ValueError` (damaged) when a signed
-    file is gone or its contents changed since. It checks the files where they are: a resume reads them only
-    from `verified_copy`, which checks the bytes it copies."""
-    files = _trusted_digests(checkpoint)
-    on_disk = _signed_files(checkpoint)
-    _compare(files, on_disk, checkpoint)
+    """Reads no pickle and writes nothing. `CheckpointNotTrusted` when this user's runs did not write the checkpoint
+    (no signature, another key's, a file under ``algorithm/`` the signature does not cover); `CheckpointRefused`
+    when a file there is not a regular file; `ValueError` (damaged) when a signed file is gone or its size or
+    contents changed since. It checks the files where they are: a resume reads them only from `verified_copy`,
+    which checks the bytes it copies."""
+    files, sizes = _trusted_digests(checkpoint)
+    for name, fd, size in _checked_files(checkpoint, files, sizes):
+        try:
+            if sha256_regular(fd, size) != files[name]:
+                raise ValueError(f"{name} changed since it was written and signed")
+        finally:
+            os.close(fd)
+
+
+def _checked_files(checkpoint: Path, files: dict[str, str], sizes: dict[str, int] | None):
+    """Each signed file, opened (name, descriptor, size), once the checkpoint's files are the signature's list, every
+    one a regular file of its signed size; nothing is read or written before that. A signature of the format
+    before sizes has none to compare: each file is then hashed where it is, before a byte of it is copied. The
+    caller closes each descriptor it is given (`_close_rest` closes what a failure leaves)."""
+    names = _listing(checkpoint)
+    extra = sorted(set(names) - set(files))
+    if extra:
+        raise _untrusted(checkpoint, f"{extra[0]} is not covered by its signature")
+    missing = sorted(set(files) - set(names))
+    if missing:
+        raise ValueError(f"{missing[0]} is missing")
+    opened: list[tuple[str, int, int]] = []
+    try:
+        for name in sorted(files):
+            fd = _open(checkpoint, name)
+            opened.append((name, fd, -1))
+            size = os.fstat(fd).st_size
+            if sizes is not None and size != sizes[name]:
+                raise ValueError(f"{name} is {size:,} bytes, signed at {sizes[name]:,}: it changed since it was "
+                                 "written and signed")
+            if sizes is None:
+                if sha256_regular(fd, size) != files[name]:
+                    raise ValueError(f"{name} changed since it was written and signed")
+                os.lseek(fd, 0, os.SEEK_SET)
+            opened[-1] = (name, fd, size)
+    except BaseException:
+        _close_rest(opened)
+        raise
+    return opened
+
+
+def _close_rest(opened: list[tuple[str, int, int]]) -> None:
+    for _, fd, _ in opened:
+        try:
+            os.close(fd)
+        except OSError:
+            continue
 
 
 def verified_copy(checkpoint: Path) -> Path:
     """The checkpoint's ``algorithm/`` copied into a new private folder (mode 0700, this user's temporary folder),
-    each file's SHA-256 taken from the very bytes written to the copy and checked against the signature as
-    `verify_checkpoint` checks them: what RLlib restores from, so that a file replaced in the run folder after
-    the check is never read. Same errors as `verify_checkpoint`; the caller removes the copy."""
+    each file's SHA-256 taken from the very bytes written to the copy and checked against the signature: what
+    RLlib restores from, so that a file replaced in the run folder after the check is never read. The file list is
+    compared with the signature, and every file is opened as a regular file of its signed size, before the folder
+    is made: a link, a FIFO, an unlisted or a resized file writes nothing. Each copy stops at the signed size. Same
+    errors as `verify_checkpoint`; a failure, Ctrl-C or SIGTERM removes what was copied; the caller removes the
+    copy it is given."""
     import tempfile
 
-    files = _trusted_digests(checkpoint)
-    copy = Path(tempfile.mkdtemp(prefix="ludo-league-resume-"))  # 0700: no other user can swap a file in it
-    try:
-        source = checkpoint / ALGORITHM_DIR
-        on_disk = {}
-        for file in sorted(source.rglob("*")) if source.is_dir() else ():
-            if file.is_dir() and not file.is_symlink():
-                continue
-            name = file.relative_to(checkpoint).as_posix()
-            target = copy / file.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            digest = hashlib.sha256()
-            try:
-                with open(file, "rb") as f, open(target, "xb") as out:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        digest.update(block)
-                        out.write(block)
-                on_disk[name] = digest.hexdigest()
-            except OSError as err:
-                on_disk[name] = f"unreadable: {err.strerror or err}"
-        _compare(files, on_disk, checkpoint)
-    except BaseException:
-        shutil.rmtree(copy, ignore_errors=True)
-        raise
+    files, sizes = _trusted_digests(checkpoint)
+    with _stop_raises():
+        opened = _checked_files(checkpoint, files, sizes)
+        copy = None
+        try:
+            copy = Path(tempfile.mkdtemp(prefix="ludo-league-resume-"))  # 0700: no other user can swap a file in it
+            for name, fd, size in opened:
+                target = copy / Path(name).relative_to(ALGORITHM_DIR)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if copy_regular(fd, target, size) != files[name]:
+                    raise ValueError(f"{name} changed since it was written and signed")
+        except BaseException:
+            if copy is not None:
+                shutil.rmtree(copy, ignore_errors=True)
+            raise
+        finally:
+            _close_rest(opened)
     return copy
+
+
+class _stop_raises:
+    """SIGTERM raises `Terminated` in the main thread while a copy is made, so that the copy's clean-up runs (the
+    default action ends the process at once, leaving the copy behind); the handler before comes back after."""
+
+    def __enter__(self):
+        import threading
+
+        self._previous = None
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            self._previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
 
 
 def _untrusted(checkpoint: Path, reason: str) -> CheckpointNotTrusted:
@@ -492,33 +595,35 @@ def _untrusted(checkpoint: Path, reason: str) -> CheckpointNotTrusted:
         f"signed it with another key than {key_file()}, add resume_trust_unsigned=true", reason)
 
 
-def _compare(files: dict[str, str], on_disk: dict[str, str], checkpoint: Path) -> None:
-    extra = sorted(set(on_disk) - set(files))
-    if extra:
-        raise _untrusted(checkpoint, f"{extra[0]} is not covered by its signature")
-    for name, digest in files.items():
-        if name not in on_disk:
-            raise ValueError(f"{name} is missing")
-        if on_disk[name] != digest:
-            raise ValueError(f"{name} changed since it was written and signed")
+def _refused(checkpoint: Path, err: FileRefused) -> CheckpointRefused:
+    return CheckpointRefused(f"resume: checkpoint '{checkpoint}': {err}; a checkpoint holds regular files only, and "
+                             "nothing of it was copied or read")
 
 
-def _trusted_digests(checkpoint: Path) -> dict[str, str]:
-    """The file digests of the checkpoint's signature, once its HMAC is this user's key's (the signature file is
-    read once, and its digests are what the files are compared with)."""
+def _trusted_digests(checkpoint: Path) -> tuple[dict[str, str], dict[str, int] | None]:
+    """The file digests and sizes of the checkpoint's signature, once its HMAC is this user's key's (the signature
+    file is read once, and its digests are what the files are compared with); sizes are None for a signature of
+    the format before sizes were signed."""
     def refuse(reason: str) -> CheckpointNotTrusted:
         return _untrusted(checkpoint, reason)
 
     try:
-        signature = json.loads((checkpoint / SIGNATURE).read_text())
+        signature = json.loads(read_regular(checkpoint / SIGNATURE, SIGNATURE_MAX_BYTES))
     except FileNotFoundError:
         raise refuse(f"no {SIGNATURE}") from None
+    except FileRefused as err:
+        raise _refused(checkpoint, err) from None
     except (OSError, ValueError):
         raise refuse(f"its {SIGNATURE} is unreadable") from None
-    files, mac = (signature.get("files"), signature.get("hmac")) if isinstance(signature, dict) else (None, None)
-    if (signature.get("format") if isinstance(signature, dict) else None) != SIGNATURE_FORMAT or \
-            not isinstance(files, dict) or not isinstance(mac, str) or \
-            not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+    if not isinstance(signature, dict):
+        raise refuse(f"its {SIGNATURE} is not a {SIGNATURE_FORMAT} file")
+    form, files, mac = signature.get("format"), signature.get("files"), signature.get("hmac")
+    sizes = signature.get("sizes") if form == SIGNATURE_FORMAT else None
+    if form not in (SIGNATURE_FORMAT, SIGNATURE_FORMAT_V1) or not isinstance(files, dict) or \
+            not isinstance(mac, str) or \
+            not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()) or \
+            (form == SIGNATURE_FORMAT and not (isinstance(sizes, dict) and set(sizes) == set(files) and all(
+                type(v) is int and v >= 0 for v in sizes.values()))):
         raise refuse(f"its {SIGNATURE} is not a {SIGNATURE_FORMAT} file")
     key = checkpoint_key(create=False)
     if key is None:
@@ -526,9 +631,9 @@ def _trusted_digests(checkpoint: Path) -> dict[str, str]:
             f"resume: this machine has no signing key at {key_file()}, so checkpoint '{checkpoint}' cannot be "
             f"checked (a resume makes no key): put back the key file that signed the run, or set {KEY_ENV} to it; "
             "if you wrote this run yourself and the key is lost, add resume_trust_unsigned=true", "no signing key")
-    if not hmac.compare_digest(_mac(key, files), mac):
+    if not hmac.compare_digest(_mac(key, files, sizes), mac):
         raise refuse("its signature is not this user's key's")
-    return files
+    return files, sizes
 
 
 RAY_SESSION = "ray_session.json"
