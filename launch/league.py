@@ -57,6 +57,11 @@ spec in the database is one (it sits the round out with a warning), since a
 database is data and never names code to import. A ``py:`` bot joins a training
 run's league from train.py's command line (``league.external``).
 
+A ``py:`` bot is code: ``add`` refuses it, and ``play`` seats no member whose
+spec in the database is one (it sits the round out with a warning), since a
+database is data and never names code to import. A ``py:`` bot joins a training
+run's league from train.py's command line (``league.external``).
+
 The ``human:`` prefix is reserved for people: ``add`` refuses a ``name=``
 that starts with it, so no agent can take a person's games.
 
@@ -346,7 +351,7 @@ def main(argv: list[str]) -> None:
     from policies.checkpoints import PolicyFileError
     from policies.league.league import MemberFailed, normalized_external
     from policies.league.store import DB_NAME, LeagueStore, LeagueStoreError
-    from policies.players import make_player
+    from policies.players import make_player, names_code
 
     try:
         # Every option and source is checked before the database is opened or anything is played.
@@ -370,6 +375,11 @@ def main(argv: list[str]) -> None:
         settings = league_settings(cfg, command)
         rules = rules_of(cfg)
         specs = [normalized_external(source) for source in sources]
+        code = next((spec for spec in specs if names_code(spec)), None)
+        if code is not None:
+            raise UserError(f"{code}: a py: bot is code, and a league database never names code (play would not "
+                            "seat it): play it with evaluate.py or play.py, or in a training run's league with "
+                            "league.external=[...] on train.py's command line")
         for spec in specs:
             make_player(spec, rules=rules)
         if command == "play":

@@ -307,10 +307,15 @@ def league_member_spec(member, db_folder: Path) -> tuple[str, str] | None:
     """The spec that plays league member `member` from this server, and a note for its label; None when it has
     nothing to play now. Paths are the league's, resolved as the league resolves them
     (`policies.league.league.member_policy_folder`: relative to the database's folder), never from the server's
-    working folder; ``main`` is the run's newest checkpoint policy, or its best/ one before any checkpoint."""
+    working folder; ``main`` is the run's newest checkpoint policy, or its best/ one before any checkpoint. A
+    ``py:`` spec is code, which a database never names for the site: such a member is not offered."""
     from policies.league.league import member_policy_folder
+    from policies.players import PlayerSpecError, stored_spec
 
-    spec = member.spec
+    try:
+        spec = stored_spec(member.spec, f"league member {member.name}")
+    except PlayerSpecError:
+        return None
     if member.kind == "main":
         found = main_policy(db_folder)
         return None if found is None else (f"ckpt:{found[0]}", f", {found[1]}")
@@ -322,7 +327,7 @@ def league_member_spec(member, db_folder: Path) -> tuple[str, str] | None:
             path, sep, query = spec[len(prefix):].partition("?")
             folder = Path(path) if Path(path).is_absolute() else db_folder / path
             return (f"{prefix}{folder}{sep}{query}", "") if holds_policy(folder) else None
-    return spec, ""  # a seed bot's name, or a py: bot
+    return spec, ""  # a seed bot's name (another spec fails in one line when a game picks it)
 
 
 def holds_policy(path: Path) -> bool:

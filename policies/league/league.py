@@ -243,6 +243,9 @@ class League:
         self.settings = settings
         self.variant = variant
         self._players: dict[str, Any] = {}
+        self._given: set[str] = set()
+        """Specs this process was given (`add_external`), not read from the database: the only ``py:`` specs
+        played (`spec_of`)."""
         self._last_round: RoundResult | None = None
         pfsp_weight(settings.pfsp)  # an unknown weighting fails here, at start-up
         with store.transaction():
@@ -262,6 +265,7 @@ class League:
         """An agent from elsewhere, by a name derived from its path: a run, checkpoint or policy folder (with or
         without ``ckpt:``), or a look-ahead player over one (``search:<path>?...``, ``mcts:<path>?...``)."""
         spec = normalized_external(spec)
+        self._given.add(spec)
         for member in self.store.members(kinds=["external"]):
             if member.spec == spec:
                 return member
@@ -443,10 +447,10 @@ class League:
                 raise ValueError("a round with main needs main's current player")
             return main_player
         if member.kind == "bot":
-            return make_player(member.spec)
+            return make_player(self.spec_of(member))
         if member.name not in self._players:
             if member.kind == "external":  # any saved agent or search over one: whatever the spec names
-                player = make_player(member.spec)
+                player = make_player(self.spec_of(member))
                 player.name = member.name
             else:
                 from policies.saved import load_player
@@ -454,6 +458,14 @@ class League:
                 player = load_player(self.policy_folder(member), member.name)
             self._players[member.name] = player
         return self._players[member.name]
+
+    def spec_of(self, member: Member) -> str:
+        """The spec that plays a bot or external member: its spec in the database, which is data. A ``py:`` spec
+        is code, played only when this process was given it (league.external of a training run, the sources of
+        ``league.py add``), never because the database names it: `PlayerSpecError` of one line otherwise."""
+        from policies.players import stored_spec
+
+        return stored_spec(member.spec, f"league member {member.name}", self._given)
 
     def rating_round(self, rules, seed: int, *, main_player=None, iteration: int | None = None,
                      env_steps: int | None = None, label: str = "training",

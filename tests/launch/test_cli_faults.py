@@ -147,31 +147,6 @@ def test_play_sits_out_a_member_of_another_player_count_with_a_warning(tmp_path,
         assert all(two.id not in match.seats for match in store.matches())
 
 
-@pytest.mark.parametrize("calls, dropped", [(10_000, False), (3, True)])
-def test_a_member_that_raises_is_dropped_by_its_panel_or_fails_the_round_in_one_line(tmp_path, monkeypatch, calls,
-                                                                                   dropped):
-    """Early (its panel): dropped with a warning, and the round is played without it. Late (in the round robin,
-    its panel already played): one line, and the round records nothing."""
-    db = tmp_path / "league.db"
-    with LeagueStore.open(db) as store:
-        member = store.add_member("buggy", "external", "py:tests.launch.raising_bot:RaisesLater")
-        if not dropped:
-            store.update_member(member.id, panel={"random": 0.5})
-    monkeypatch.setenv("RAISING_BOT_CALLS", str(calls if dropped else 1))
-    proc = command("league.py", "play", f"league={db}", "games=40", "bots=random,fast,hybrid,aggressive")
-    with LeagueStore.open(db, create=False, read_only=True) as store:
-        if dropped:
-            assert proc.returncode == 0, proc.stderr[-2000:]
-            warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: league member buggy")]
-            assert len(warnings) == 1 and "ZeroDivisionError" in warnings[0], proc.stderr[-2000:]
-            assert not store.member("buggy").active and len(store.matches()) == 40
-        else:
-            last = [line for line in proc.stderr.replace("\r", "\n").splitlines() if line.strip()][-1]
-            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-            assert last.startswith("error: league member buggy failed") and "ZeroDivisionError" in last, last
-            assert "the round recorded nothing" in last and store.matches() == []
-
-
 def test_remove_on_an_empty_file_is_one_line_and_leaves_it_empty(tmp_path):
     empty = tmp_path / "league.db"
     empty.write_bytes(b"")

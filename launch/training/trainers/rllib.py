@@ -666,12 +666,14 @@ def seat_externals(cfg: TrainConfig, league) -> dict[str, str]:
     if cfg.sampler.name != "batched":
         return {}
     rules = Rules.load(build.rules_mapping(cfg))
-    externals = {m.name: m.spec for m in league.store.members(active_only=True, kinds=["external"])}
-    for name, spec in externals.items():
+    externals = {}
+    for member in league.store.members(active_only=True, kinds=["external"]):
         try:
+            spec = league.spec_of(member)  # a py: one only as this run's command line gives it
             make_player(spec, cfg.seed, rules)  # a learned one must have been trained for this run's rules
         except PlayerSpecError as err:
-            raise UserError(f"league member {name} cannot sit at a training seat: {one_line(err)}") from None
+            raise UserError(f"league member {member.name} cannot sit at a training seat: {one_line(err)}") from None
+        externals[member.name] = spec
     return externals
 
 
