@@ -4,7 +4,6 @@ agent this server plays, its move probabilities or values (``GET /api/replay``).
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,31 +38,22 @@ class NoRecordFile(Exception):
     folder. Every one gets the same answer, so that no answer tells whether a path exists or what it is."""
 
 
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """A read-only descriptor of the regular file at `path` and its fstat, opened without following a link and
-    without blocking (a FIFO opens at once, then is refused); `NoRecordFile` for anything else."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+def open_record(path: Path) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file at `path` and its fstat (`policies.files.open_regular`: no link
+    followed, no wait on a FIFO); `NoRecordFile` for anything else, whatever it is."""
+    from policies.files import FileRefused, open_regular
+
     try:
-        fd = os.open(path, flags)
-    except OSError:
+        fd = open_regular(path)
+    except (OSError, FileRefused):
         raise NoRecordFile from None
-    status = os.fstat(fd)
-    if not stat.S_ISREG(status.st_mode):
-        os.close(fd)
-        raise NoRecordFile
-    return fd, status
+    return fd, os.fstat(fd)
 
 
 def read_at_most(fd: int, size: int) -> bytes:
     """The file's bytes up to `size` (its size when opened), from the descriptor: what was checked is what is read."""
-    chunks, left = [], size
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+    with os.fdopen(fd, "rb", closefd=False) as f:
+        return f.read(size)
 
 
 class RecordShelf:
@@ -88,11 +78,11 @@ class RecordShelf:
 
     def decisions(self, key: str, path: Path):
         """The file's `policies.records.Decisions`, read again only when the file changed. `NoRecordFile` when
-        no regular file is there (`open_regular`); a file that is too large or cannot be read raises `Refused`
+        no regular file is there (`open_record`); a file that is too large or cannot be read raises `Refused`
         (422) naming it by its key, and is logged once per change, not per request."""
         from policies.records import load_decisions
 
-        fd, status = open_regular(path)
+        fd, status = open_record(path)
         try:
             version = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
             with self._lock:
