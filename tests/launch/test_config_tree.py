@@ -149,3 +149,19 @@ def test_the_training_page_names_every_choice_of_every_group(monkeypatch):
         assert group in rows, f"docs/pages/concepts/training.md's group table has no row for {group}"
         left_out = [c for c in choices if not re.search(rf"\b{re.escape(c)}\b", rows[group])]
         assert not left_out, f"docs/pages/concepts/training.md's {group} row leaves out {left_out}"
+
+
+def test_a_new_choice_is_listed_with_no_edit_to_the_page(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "hooks"))
+    import listings
+
+    (tmp_path / "obs").mkdir()
+    for name in ("b", "a", "egocentric"):
+        (tmp_path / "obs" / f"{name}.yaml").write_text(f"# {name}\nname: {name}\n")
+    (tmp_path / "config.yaml").write_text("defaults:\n  - obs: egocentric\n")
+    monkeypatch.setattr(listings, "CONF", tmp_path)
+    assert listings.render("| `obs` | {{ conf:obs }} |") == "| `obs` | `egocentric` (default), `a`, `b` |"
+    with pytest.raises(listings.ListingError, match=r"conf/nope/ has no choices; groups: obs$"):
+        listings.render("{{ conf:nope }}")
+    with pytest.raises(listings.ListingError, match="unknown registry; choose one of roles, bots, encoders"):
+        listings.render("{{ registry:maps }}")

@@ -102,6 +102,14 @@ def test_a_fake_roles_settings_are_in_the_schema_the_league_and_the_docs(fake_ro
     assert "a number >= 1" in row and "Freeze a fake exploiter after this many of its own decisions." in row
 
 
+def test_a_fake_role_is_listed_on_the_docs_pages_that_list_the_roles(fake_role, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "hooks"))
+    import listings
+
+    assert listings.render("{{ registry:roles }}") == ", ".join(f"`{name}`" for name in ROLES)
+    assert listings.render("{{ registry:roles }}").endswith("`fake_exploiter`")
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["league.fake_exploiters=5"], "league.fake_exploiters=5 is not allowed: give a number in [0, 4]"),
     (["league.fake_exploiter_share=0.3"],
