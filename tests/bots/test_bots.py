@@ -9,6 +9,7 @@ from ludo_env.engine.layout import OVER
 from ludo_env.engine.rng import streams
 from ludo_env.rules import Rules, available_variants
 from policies.bots import BOT_NAMES, REGISTRY, Bot, UnknownBotError, builtin_bot, choose_batch
+from policies.bots.kernels import BOT_ID, BuiltinBot, _numbered
 from tests.positions import position, square_progress
 
 CLASSIC = Rules.load("classic")
@@ -138,3 +139,14 @@ def test_an_id_without_a_branch_in_choose_raises_instead_of_playing_another_bot(
 def test_registered_ids_are_distinct_and_dense():
     assert sorted(b.id for b in REGISTRY.values()) == list(range(len(REGISTRY)))
     assert [builtin_bot(name).id for name in BOT_NAMES] == [REGISTRY[name].id for name in BOT_NAMES]
+
+
+def test_a_bots_id_is_its_place_in_the_registry_never_written_by_hand():
+    assert [REGISTRY[name].id for name in BOT_NAMES] == list(BOT_ID) == list(range(len(BOT_NAMES)))
+    assert BOT_ID._fields == BOT_NAMES
+    numbered = _numbered((BuiltinBot("a", "first"), BuiltinBot("b", "second")))
+    assert (numbered["a"].id, numbered["b"].id) == (0, 1)
+    with pytest.raises(ValueError, match=r"distinct Python names, not \['a', 'a'\]"):
+        _numbered((BuiltinBot("a", "first"), BuiltinBot("a", "again")))
+    with pytest.raises(ValueError, match=r"distinct Python names, not \['semi-smart'\]"):
+        _numbered((BuiltinBot("semi-smart", "a name numba cannot read as BOT_ID.<name>"),))

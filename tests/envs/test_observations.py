@@ -10,6 +10,7 @@ from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.frame import view_from
 from ludo_env.engine.layout import CURRENT, OVER, PLACES, TOKENS
 from ludo_env.observations import (
+    ENCODER_ID,
     ENCODERS,
     OBS_DIMS,
     REGISTRY,
@@ -179,6 +180,10 @@ def test_encode_runs_the_registered_kernel_of_each_encoder(name):
 def test_an_entry_whose_names_do_not_match_its_size_is_refused():
     with pytest.raises(ValueError, match="declares 3 features"):
         Encoder("half", 3, REGISTRY["egocentric"].kernel, ("a", "b"), token_blocks=False)
+
+
+def test_an_encoders_id_is_its_place_in_the_registry_never_written_by_hand():
+    assert ENCODER_ID._fields == ENCODERS and list(ENCODER_ID) == list(range(len(ENCODERS)))
 
 
 def test_a_registered_encoder_without_a_dispatch_branch_raises_instead_of_encoding_as_another():
