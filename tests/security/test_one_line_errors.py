@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -140,14 +141,16 @@ def test_a_record_with_a_rule_past_its_range_is_listed_as_damaged(tmp_path):
 
 
 # ------------------------------------------------------------------ Ctrl-C
-def interrupted(args: list[str], settle: float) -> subprocess.CompletedProcess:
-    """``python <args>`` sent SIGINT after `settle` seconds (well past its imports, inside its work)."""
+def interrupted(args: list[str], ready, settle: float = 1.0) -> subprocess.CompletedProcess:
+    """``python <args>`` sent SIGINT `settle` seconds after ``ready()`` holds (inside its work, past its imports)."""
     proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        try:
-            proc.wait(timeout=settle)
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + 300
+        while not ready() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(settle)
+        if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -159,17 +162,20 @@ def test_ctrl_c_during_the_check_of_an_export_is_one_line_and_writes_nothing(tmp
     from tests.league.tiny_policy import write_tiny_policy
 
     policy = write_tiny_policy(tmp_path / "p" / "policy", seed=1)
-    done = interrupted(["launch/export.py", f"ckpt={policy}", f"out={tmp_path / 'out' / 'agent.pt'}",
-                        "check=10000000"], settle=15)
+    out = tmp_path / "out"
+    out.mkdir()
+    # the model is written into a temporary folder beside out, then checked there: interrupted while it is
+    done = interrupted(["launch/export.py", f"ckpt={policy}", f"out={out / 'agent.pt'}", "check=10000000"],
+                       ready=lambda: any((out / name).is_dir() for name in os.listdir(out)), settle=2.0)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 130 and lines[-1] == "interrupted: export stopped, nothing written", done.stderr[-3000:]
     assert "Traceback" not in done.stderr
-    assert list((tmp_path / "out").iterdir()) == []  # no model, no temporary folder
+    assert list(out.iterdir()) == []  # no model, no temporary folder
 
 
 def test_ctrl_c_in_the_engine_benchmark_is_one_line():
     pytest.importorskip("ludopy", reason="benchmarks/engine.py times ludopy (the bench extra)")
-    done = interrupted(["benchmarks/engine.py", "--repeats", "1000"], settle=20)
+    done = interrupted(["benchmarks/engine.py", "--repeats", "1000"], ready=lambda: True, settle=20)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 130 and lines[-1].startswith("interrupted: "), done.stderr[-3000:]
     assert "Traceback" not in done.stderr
