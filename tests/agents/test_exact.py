@@ -225,3 +225,11 @@ def test_evaluate_refuses_an_unsolved_game_in_one_line():
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "exact play is solved for 2 players with 1 or 2 tokens" in lines[0]
+
+
+def test_the_benchmark_refuses_three_tokens_before_solving():
+    done = subprocess.run([sys.executable, "benchmarks/exact.py", "--variant", "classic", "--tokens", "3",
+                           "--cache", "off"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "7,026,050,400 positions and needs 608.5 GiB" in lines[0], done.stderr
