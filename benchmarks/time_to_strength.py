@@ -13,8 +13,9 @@ What is measured
   Each copy is played by the attempt's evaluator, a process of the same tree's code started beside the training
   (`EVALUATOR`: ``policies.tournament.first_entry_wins``, as ``benchmarks/scaling.py`` and ``benchmarks/levers.py``
   measure), greedy, against 3 random and then 3 hybrid (``--games`` each, 2,000, dice of ``--seed``, the same games
-  for every checkpoint; a checkpoint below the band against random is not played against hybrid). The **band** is a table of this script (`BANDS`): pyludo >= 84%
-  against 3 random and >= 50% against 3 hybrid, classic >= 84% and >= 45%; a variant without a band is refused.
+  for every checkpoint; a checkpoint below the band against random is not played against hybrid). The **band** is a
+  table of this script (`BANDS`): pyludo >= 84% against 3 random and >= 50% against 3 hybrid, classic >= 84% and
+  >= 45%; a variant without a band is refused.
   The time to strength is the wall time from the command's start until the first checkpoint in the band was
   complete on disk (its ``run_state.json``'s time). Once one is in the band the training is stopped; skipped
   checkpoints before it are then played in order, so the first one in the band is found whatever the evaluator's
@@ -35,8 +36,9 @@ What is measured
 
 Off the training path
   The evaluations run while the training goes on, in a process of their own at the lowest priority (nice 19,
-  ``--eval-nice``), one at a time on one thread. On a 2-core machine they still take CPU from the training (Ray's EnvRunners run
-  at nice 15), so the wall time measured this way can be longer than the command's alone.
+  ``--eval-nice``), one at a time on one thread. On a 2-core machine they still take CPU from the training (Ray's
+  EnvRunners run at nice 15), so the wall time measured this way can be longer than the command's alone. On a
+  machine other people load, nice 19 can leave them waiting for minutes.
   ``--eval-after`` plays nothing while the training runs: the run goes to its own budget (the experiment's, or
   ``budget.env_steps=`` / ``budget.minutes=`` given here), then its kept checkpoints are played in order and the
   timeline is replayed from their times: a clean wall time, for the price of training to the end of the budget.
@@ -216,7 +218,8 @@ class Evaluator:
         self.args, self.log, self.tree = args, log, tree
         self.lines: queue.Queue = queue.Queue()
         with open(log, "w") as err:
-            self.process = subprocess.Popen([sys.executable, "-c", EVALUATOR], cwd=tree.root, env=tree.env(),
+            self.process = subprocess.Popen([sys.executable, "-c", EVALUATOR], cwd=tree.root,
+                                            env=tree.env(args.warm_base),
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                                             preexec_fn=lower_priority(args.eval_nice))
         threading.Thread(target=self._read, daemon=True).start()
@@ -616,6 +619,7 @@ def main(argv: list[str]) -> None:
                                                                                / "numba")
     if warm_base.lower() == "off":
         raise UserError("LUDO_NUMBA_CACHE=off: a warm start needs a numba cache (give --warm-cache DIR)")
+    args.warm_base = warm_base
     with only_driver(args.out):
         results: dict[str, Any] = {
             "format": FORMAT, "command": " ".join(["python", "benchmarks/time_to_strength.py", *argv]),
