@@ -60,7 +60,7 @@ def measure(variant: str, tokens: int, opponents: list[str], tolerance: float, c
     }
     print(f"{variant}, 2 players x {tokens} token(s): {figures['positions']:,} positions "
           f"({figures['reachable']:,} reachable), build {figures['build_seconds']} s, "
-          f"{'loaded' if figures['loaded'] else 'solved'} in {figures['solve_seconds']} s, "
+          f"{'loaded from the cache, solved' if figures['loaded'] else 'solved'} in {figures['solve_seconds']} s, "
           f"{solution.sweeps} sweeps, residual {solution.residual:.1e}; "
           f"optimal against optimal: first player wins {solution.win_first():.4%}", flush=True)
     optimal = exact.Policy("exact:optimal", exact.FIXED, solution.policy)
