@@ -87,11 +87,21 @@ why):
     Unfinished games kept (games.db) for one browser (its player token, or its
     address), one address and the whole server. A new game past a cap
     expires the oldest unfinished game under it that no one has played for
-    ``idle_minutes`` (default 60), or is refused with 429.
+    ``idle_minutes`` (default 60), or is refused with 429. Past
+    ``games_total``, the address with the most unfinished games gives way
+    first (its oldest game) while it has more than the new game's address: a
+    fair share per address, so an address with no game can always start one.
+``records_kept`` (default 5000) and ``records_mb`` (default 500)
+    Finished games' record files kept in ``records`` (their ``human/`` copies
+    counted in the megabytes): as each new one is written, the oldest go,
+    with their ``human/`` copies, until both hold. Only files the site names
+    ``<time>-<id>.jsonl`` are counted or removed.
 
-One server at a time serves a records folder: it holds ``<records>/serve.lock``
-while it runs, and a second one on the same folder stops at once in one line
-(two would both restore the same games and rate them twice). A rated game is
+One server at a time serves a records folder: it holds an exclusive lock on
+the folder itself while it runs (``<records>/serve.lock`` names its pid), and
+a second one on the same folder stops at once in one line, even when
+``serve.lock`` was deleted (two would both restore the same games and rate
+them twice). A rated game is
 keyed by its id in the league, so a game played again after a failure is rated
 once. When games.db vanishes or cannot be written while the server runs, the
 log says so once and every game's page warns that its game is kept in memory
@@ -195,6 +205,10 @@ class ServeConfig:
     idle_minutes: int = Limits.idle_minutes
     """A new game past a cap expires the oldest unfinished game under it that no one has played for this long,
     or is refused (429)."""
+    records_kept: int = Limits.records_kept
+    """Finished games' record files kept in records/; past it the oldest go, with their human/ copies."""
+    records_mb: int = Limits.records_mb
+    """Megabytes the finished games' record files (human/ included) may take; past it the oldest go."""
 
 
 ConfigStore.instance().store(name="serve_schema", node=ServeConfig)

@@ -66,6 +66,10 @@ PLAYER_MAC_CHARS = 32
 NAME_TOKEN_PATTERN = r"^[A-Za-z0-9_-]{16,100}$"  # the secret of a claimed name (the browser's localStorage)
 HOUR = 3600.0
 RATED = "rated in the league as "
+RECORD_LATER = ("this game's record cannot be written now (the records folder is full or cannot be written): the "
+                "game is kept, and its record is written when it can be")
+RATING_LATER = ("not rated yet: the league cannot be written now; this game is kept and is rated when the league "
+                "is back")
 UNPLAYED_CLAIM_SECONDS = 24 * HOUR
 """A claimed name that has played no rated game this long after its claim is released: a claim alone holds a name
 for a day at most."""
@@ -208,6 +212,42 @@ def move_options(game, names: list[str]) -> list[dict[str, Any]]:
     return options
 
 
+# ------------------------------------------------------------------ the records' quota
+RECORD_NAME = re.compile(r"\d{8}T\d{6}Z-[A-Za-z0-9_-]{8}\.jsonl")  # what `Session.save` names a game's record
+_rotating = threading.Lock()
+
+
+def rotate_records(records: Path, kept: int, megabytes: int, newest: str) -> list[str]:
+    """The finished games' records within `kept` files and `megabytes` (their human/ copies counted): the
+    oldest by name (the game's start) go, each with its human/ copy, never `newest`, the one just written. Only
+    names `Session.save` gives are counted or removed: anything else in the folder is not the site's. The names
+    removed."""
+    sizes: dict[str, int] = {}
+    with _rotating:
+        for folder in (records, records / HUMAN_DIR):
+            if not folder.is_dir():
+                continue
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if RECORD_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                        sizes[entry.name] = sizes.get(entry.name, 0) + entry.stat(follow_symlinks=False).st_size
+        total, limit = sum(sizes.values()), megabytes * 1024 * 1024
+        removed = []
+        for name in sorted(sizes):
+            if len(sizes) - len(removed) <= kept and total <= limit:
+                break
+            if name == newest:
+                continue
+            for folder in (records, records / HUMAN_DIR):
+                (folder / name).unlink(missing_ok=True)
+            total -= sizes[name]
+            removed.append(name)
+    if removed:
+        log.info("removed the %d oldest records from %s: the folder keeps at most %d records and %d MB",
+                 len(removed), records, kept, megabytes)
+    return removed
+
+
 # ------------------------------------------------------------------ one game
 class Session:
     """One game of the person against opponents, with every decision kept for its record."""
@@ -237,6 +277,9 @@ class Session:
         self.touched = time.monotonic()
         self.record: str | None = None
         self.rated: str | None = None  # what the league made of the finished game, for the page
+        self.expired = False  # gave way to a new game (a cap): never written to games.db again
+        self.record_failed = False  # over, and its record file could not be written yet (`write_record`)
+        self.rating_pending = False  # over, and the league could not be written to rate it yet (`rate`)
         # Every roll ["r", die], move ["m", seat, token, spec] and replacement ["x", seat, notice], in order: what
         # games.db keeps; replayed from the seed, they give this game back after a restart. Their count is the
         # view's version, which a second tab compares to follow the game.
@@ -252,13 +295,13 @@ class Session:
                 "claim": self.claim}
 
     def persist(self) -> None:
-        """The game's row in games.db as it is now (dropped once the game is over and recorded). A disk that
-        fails is logged: the game goes on in memory."""
+        """The game's row in games.db as it is now (dropped once the game is over, recorded and rated or not for
+        good; kept, whole, while either `waits`). A disk that fails is logged: the game goes on in memory."""
         shelf = self.site.shelf
-        if shelf is None:
+        if shelf is None or self.expired:
             return
         try:
-            if self.game.over:
+            if self.game.over and not self.waits:
                 shelf.drop(self.id)
             else:
                 shelf.put(self.row())
@@ -330,10 +373,40 @@ class Session:
             text += f"; {self.names[seat]} has every token home"
         self.log.append({"seat": seat, "die": die, "token": token, "text": f"{self.who(seat)} rolls {die}: {text}"})
         if game.over:
+            self.write_record()
+            self.settle_rating()
+
+    @property
+    def waits(self) -> bool:
+        """Over, with its record or its rating still to do: kept in games.db and tried again (`GameTable.retry`)."""
+        return self.game.over and (self.record_failed or self.rating_pending)
+
+    def write_record(self) -> None:
+        """`save`; a records folder that takes no file now (a full disk) is logged, the page says so, and the game
+        stays whole in games.db until a later try writes it (`waits`), after a restart too."""
+        from policies.records import RecordError
+
+        try:
             self.save()
-            self.rated = self.rate()
-            if self.rated is not None and not self.rated.startswith(RATED):
-                release_claim(self.site, self.name, self.claim)  # a claim that never played holds no name
+        except (OSError, RecordError) as err:  # RecordError: RecordWriter's word for a write the disk refused
+            if not self.record_failed:
+                log.error("game %s: its record cannot be written now (%s); the game is kept in games.db and "
+                          "recorded later", self.id, one_line(err))
+                self.notices.append(RECORD_LATER)
+            self.record_failed = True
+            return
+        self.record_failed = False
+        if RECORD_LATER in self.notices:
+            self.notices.remove(RECORD_LATER)
+
+    def settle_rating(self) -> None:
+        """`rate`; then a claim that never played is released, unless the rating is pending (it needs the
+        claim when the league is back)."""
+        self.rated = self.rate()
+        if self.rating_pending:
+            return
+        if self.rated is not None and not self.rated.startswith(RATED):
+            release_claim(self.site, self.name, self.claim)  # a claim that never played holds no name
 
     def roll(self) -> None:
         self._require("roll")
@@ -442,6 +515,10 @@ class Session:
                 raise
         self.record = name
         log.info("saved %s (%d decisions)", self.site.records / name, len(self.decisions))
+        try:
+            rotate_records(self.site.records, self.site.limits.records_kept, self.site.limits.records_mb, name)
+        except OSError as err:  # the record is written; the quota is kept at the next game's end
+            log.error("old records could not be removed from %s: %s", self.site.records, one_line(err))
 
     # -------------------------------------------------------------- its rating in the league
     def rating_members(self) -> dict[int, str] | str:
@@ -481,9 +558,10 @@ class Session:
         if self.site.league is None:
             return None
         from policies.league.league import HUMAN_ROUND, rate_round
-        from policies.league.store import HUMAN_KIND, LeagueStore, LeagueStoreError, person_name
+        from policies.league.store import HUMAN_KIND, LeagueStore, person_name
 
         limits = self.site.limits
+        was_pending, self.rating_pending = self.rating_pending, False
         try:
             seats = self.rating_members()
             if isinstance(seats, str):
@@ -522,12 +600,14 @@ class Session:
                     store.add_site_game(self.id, name, self.address, round_id)
                     after = store.member(person.id)
             return f"{RATED}{name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
-        except LeagueStoreError as err:
-            log.error("game %s could not be rated in the league: %s", self.id, one_line(err))
-            return f"not rated: {one_line(err)}"
-        except Exception as err:  # noqa: BLE001 - the league is another process's file: the game is recorded
-            log.error("game %s could not be rated in the league: %s", self.id, one_line(err))
-            return "not rated: the league database could not be written now"
+        except Exception as err:  # noqa: BLE001 - the league is another process's file: gone, full, locked, replaced
+            # The rating waits, kept with the game in games.db, and is tried again until the league takes it
+            # (`GameTable.retry`); the page is told so without the server's path or the error's name.
+            if not was_pending:
+                log.error("game %s could not be rated in the league now, and is kept to be rated later: %s",
+                          self.id, one_line(err))
+            self.rating_pending = True
+            return RATING_LATER
 
     # -------------------------------------------------------------- what the page shows
     def view(self) -> dict[str, Any]:
@@ -609,6 +689,7 @@ class GameTable:
         self.site = site
         self._games: dict[str, Session] = {}
         self._lock = threading.Lock()
+        self._retrying = threading.Lock()
 
     def restore_unfinished(self) -> None:
         """The unfinished games of the last run, played on from where they were."""
@@ -630,13 +711,15 @@ class GameTable:
             log.error("unfinished game %s cannot be restored: %s", row.get("id"), one_line(err))
             return None
         self.keep(game)
+        if game.game.over:
+            game.persist()  # a game kept for its record or rating: settled in its replay, its row goes
         return game
 
     def keep(self, game: Session) -> None:
         with self._lock:
             # out of memory only: an unfinished one stays in games.db and comes back
             if len(self._games) >= MAX_GAMES:
-                oldest = min(self._games.values(), key=lambda g: (not g.game.over, g.touched))
+                oldest = min(self._games.values(), key=lambda g: (not g.game.over or g.waits, g.touched))
                 del self._games[oldest.id]
             self._games.setdefault(game.id, game)
 
@@ -656,7 +739,9 @@ class GameTable:
 
     def forget(self, game_id: str) -> None:
         with self._lock:
-            self._games.pop(game_id, None)
+            gone = self._games.pop(game_id, None)
+        if gone is not None:
+            gone.expired = True  # a request still playing it must not write its row back
 
     def _release_claim_of(self, game_id: str) -> None:
         """A game given up for room: its claim on a name, if the name never played, is released with it."""
@@ -685,7 +770,7 @@ class GameTable:
                         continue
                     if game.record_failed:
                         game.write_record()
-                    if game.rating_pending and not game.record_failed:
+                    if game.rating_pending:
                         game.settle_rating()
                         if not game.rating_pending:
                             log.info("game %s, kept for later, is settled: %s", game.id, game.rated)
@@ -704,7 +789,10 @@ class GameTable:
     def make_room(self, player: str | None, address: str | None) -> None:
         """Room for one more unfinished game of this browser (`player`, else its address), from this address, and
         on this server (`launch.web.site.Limits`): past a cap, the oldest game under it that no one has played for
-        ``idle_minutes`` is expired, else `Refused` 429."""
+        ``idle_minutes`` is expired, else `Refused` 429. Past the server's cap, the address with the most
+        unfinished games gives way first, its oldest game, while it has more than this address (`_give_way`): a
+        fair share per address, so that a few busy addresses cannot lock everyone else out, and an address
+        with no game can always start one."""
         limits, shelf = self.site.limits, self.site.shelf
         idle_since = time.time() - 60 * limits.idle_minutes
         browser = {"player": player} if player is not None else {"address": address}
@@ -714,12 +802,17 @@ class GameTable:
             if "address" in where and where["address"] is None:
                 continue
             while self._count(where) >= cap:
-                oldest = self._oldest_idle(where, idle_since)
+                heavier = self._give_way(address) if not where else None
+                oldest = heavier or self._oldest_idle(where, idle_since)
                 if oldest is None:
                     raise Refused(429, f"{whose} has {cap} unfinished games, the most it may keep, and none has "
                                        f"been idle for {limits.idle_minutes} minutes: finish or leave one first")
-                log.info("unfinished game %s expired: idle for over %d minutes, and %s is at its cap of %d",
-                         oldest, limits.idle_minutes, whose, cap)
+                if heavier is not None:
+                    log.info("unfinished game %s gave way: this server is at its cap of %d, and the address that "
+                             "started it has the most unfinished games", oldest, cap)
+                else:
+                    log.info("unfinished game %s expired: idle for over %d minutes, and %s is at its cap of %d",
+                             oldest, limits.idle_minutes, whose, cap)
                 self._release_claim_of(oldest)
                 if shelf is not None:
                     try:
@@ -733,6 +826,29 @@ class GameTable:
         if shelf is not None and shelf.problem is None and not shelf.gone:
             return shelf.count(**where)
         return len(self.unfinished(**where))  # games.db cannot be trusted now: the games in memory
+
+    def _give_way(self, address: str | None) -> str | None:
+        """The game that gives way to a new one from `address` on a full server: the oldest of the address with
+        the most unfinished games, when that address has more than `address` has; else None."""
+        if address is None:
+            return None
+        shelf = self.site.shelf
+        if shelf is not None and shelf.problem is None and not shelf.gone:
+            heaviest = shelf.heaviest()
+            if heaviest is None or heaviest[0] == address or heaviest[1] <= shelf.count(address=address):
+                return None
+            return shelf.oldest_of(heaviest[0])
+        games = self.unfinished()  # games.db cannot be trusted now: the games in memory
+        counts: dict[str | None, int] = {}
+        for game in games:
+            counts[game.address] = counts.get(game.address, 0) + 1
+        if not counts:
+            return None
+        most = max(counts.values())
+        heavy = min((g for g in games if counts[g.address] == most), key=lambda g: g.touched)
+        if heavy.address == address or most <= counts.get(address, 0):
+            return None
+        return heavy.id
 
     def _oldest_idle(self, where: dict[str, str], idle_since: float) -> str | None:
         shelf = self.site.shelf
@@ -818,6 +934,7 @@ def routes(site: Site) -> APIRouter:
     router = APIRouter()
     games = GameTable(site)
     games.restore_unfinished()
+    games.retry()  # games kept for a record or a rating that a restore's replay could not settle either
     new_game_lock = threading.Lock()
 
     @router.get("/api/options")
@@ -849,6 +966,7 @@ def routes(site: Site) -> APIRouter:
         others = [s for s in range(rules.players) if s != body.seat]
         player = checked_player(site, body.player)
         address = address_hash(client_address(site, request))
+        games.retry()  # finished games waiting for a record or a rating: the disk or the league may be back
         with new_game_lock:  # the caps and the claim are checked and taken by one request at a time
             games.make_room(player, address)
             token, claim = claim_name(site, body.name, body.name_token, address) if body.name is not None \

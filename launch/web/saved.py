@@ -151,6 +151,18 @@ class GameShelf:
         found = self._read(f"SELECT id, updated FROM games{where} ORDER BY updated LIMIT 1", args)
         return found[0]["id"] if found and found[0]["updated"] < idle_since else None
 
+    def heaviest(self) -> tuple[str | None, int] | None:
+        """The address with the most unfinished games, and how many; of addresses with as many, the one whose
+        oldest game was played longest ago. None without games."""
+        found = self._read("SELECT address, COUNT(*) AS n, MIN(updated) AS since FROM games GROUP BY address "
+                           "ORDER BY n DESC, since LIMIT 1")
+        return (found[0]["address"], int(found[0]["n"])) if found else None
+
+    def oldest_of(self, address: str | None) -> str | None:
+        """The id of the game from `address` (None: from no address) last played longest ago."""
+        found = self._read("SELECT id FROM games WHERE address IS ? ORDER BY updated LIMIT 1", (address,))
+        return found[0]["id"] if found else None
+
     def close(self) -> None:
         self.db.close()
 

@@ -47,6 +47,11 @@ class Limits:
     idle_minutes: int = 60
     """A new game beyond a cap expires the oldest unfinished game under that cap when no one has played it for
     this long; otherwise it is refused (429)."""
+    records_kept: int = 5000
+    """Finished games' record files kept in the records folder; past it, or past `records_mb`, the oldest go
+    (with their human/ copy) as each new one is written."""
+    records_mb: int = 500
+    """Megabytes the finished games' record files (human/ copies included) may take; the oldest go first."""
 
     @classmethod
     def names(cls) -> list[str]:
