@@ -36,6 +36,7 @@ tokens, not as one draw per decision; any other player is taken as deterministic
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -43,9 +44,10 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -369,10 +371,8 @@ def _sweep(succ, value, choice, how0, how1, half, sixes, blocks, cyclic, inner_t
                     continue
                 change = abs(new - value[s])
                 value[s] = new
-                if change > inner:
-                    inner = change
-                if change > worst:
-                    worst = change
+                inner = max(inner, change)
+                worst = max(worst, change)
             if inner <= inner_tolerance or not cyclic[b]:
                 break
     return worst
@@ -509,17 +509,9 @@ def _save(path: Path, key: dict[str, Any], **arrays: np.ndarray) -> None:
             np.savez(f, key=np.array(json.dumps(key, sort_keys=True)), **arrays)
         os.replace(tmp, path)
     except BaseException:
-        with _quiet():
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-class _quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return exc[0] is not None and issubclass(exc[0], OSError)
 
 
 def _load(path: Path, key: dict[str, Any], what: str, say: Callable[[str], None]) -> dict[str, np.ndarray] | None:
@@ -644,7 +636,7 @@ def solve(tab: np.ndarray, tolerance: float = DEFAULT_TOLERANCE, cache: Path | N
         if path is not None:
             _save(path, key, value=value, sweeps=np.array(sweeps), residual=np.array(residual),
                   solve_seconds=np.array(seconds["solve"]))
-            with _quiet():
+            with contextlib.suppress(OSError):
                 partial.unlink()
     policy = np.empty((space.positions, DIE_FACES), dtype=np.int8)
     _greedy(succ, value, space.half, policy)

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def short_board(tokens: int = 2, **changes) -> Rules:
     """Classic rules on a 16-square board: starts 0 and 8 for the two seats, 15 track steps, 2 home squares."""
-    fields = dict(players=2, tokens=tokens, track_squares=16, start_squares=[0, 4, 8, 12], track_steps=15,
-                  home_column=2, safe_squares=[0, 8])
+    fields = {"players": 2, "tokens": tokens, "track_squares": 16, "start_squares": [0, 4, 8, 12], "track_steps": 15,
+              "home_column": 2, "safe_squares": [0, 8]}
     fields.update(changes)
     return Rules.load("classic", **fields)
 
@@ -221,7 +221,8 @@ def test_a_stopped_solve_resumes_from_its_last_saved_sweep(tmp_path):
 
 def test_evaluate_refuses_an_unsolved_game_in_one_line():
     done = subprocess.run([sys.executable, "launch/evaluate.py", "players=[exact:optimal,random]", "games=2",
-                           "variant=classic"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "variant=classic"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "exact play is solved for 2 players with 1 or 2 tokens" in lines[0]
@@ -229,7 +230,8 @@ def test_evaluate_refuses_an_unsolved_game_in_one_line():
 
 def test_the_benchmark_refuses_three_tokens_before_solving():
     done = subprocess.run([sys.executable, "benchmarks/exact.py", "--variant", "classic", "--tokens", "3",
-                           "--cache", "off"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "--cache", "off"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "7,026,050,400 positions and needs 608.5 GiB" in lines[0], done.stderr
