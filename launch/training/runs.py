@@ -216,14 +216,19 @@ class RunDir:
 
     @staticmethod
     def read_state(checkpoint: Path) -> RunState:
-        return RunState.from_dict(json.loads((checkpoint / RUN_STATE).read_text()))
+        return RunState.from_dict(json.loads(_run_text(checkpoint / RUN_STATE)))
 
     def save_overrides(self, overrides: list[str]) -> None:
         write_text(self.path / OVERRIDES, "".join(f"{o}\n" for o in overrides))
 
     def saved_overrides(self) -> list[str] | None:
         file = self.path / OVERRIDES
-        return file.read_text().splitlines() if file.is_file() else None
+        if not (file.is_file() or file.is_symlink()):
+            return None
+        try:
+            return _run_text(file).splitlines()
+        except (OSError, ValueError) as err:
+            raise UserError(f"resume={self.path}: its {OVERRIDES} cannot be read ({err})") from None
 
     def save_config(self, cfg: TrainConfig) -> None:
         write_text(self.path / CONFIG, OmegaConf.to_yaml(OmegaConf.structured(cfg)))
@@ -232,10 +237,10 @@ class RunDir:
         """The first start's whole config, None for a run started before runs saved it; a file that is not a
         YAML mapping is a `UserError` of one line."""
         file = self.path / CONFIG
-        if not file.is_file():
+        if not (file.is_file() or file.is_symlink()):
             return None
         try:
-            config = OmegaConf.to_container(OmegaConf.load(file))
+            config = OmegaConf.to_container(OmegaConf.create(_run_text(file)))
         except Exception as err:  # yaml's scanner and parser errors, OmegaConf's own, an unreadable file
             raise UserError(f"resume={self.path}: '{file}' is not the run's YAML config ({_yaml_problem(err)}): "
                             f"restore it, or delete it to resume with today's defaults") from None
@@ -324,7 +329,7 @@ class RunDir:
                     os.rename(old, self.best)
                     break
         try:
-            return json.loads((self.best / SELECTION).read_text())
+            return json.loads(_run_text(self.best / SELECTION))
         except (OSError, ValueError):
             return None
 
@@ -346,6 +351,16 @@ class RunDir:
 
     def algorithm_of(self, checkpoint: Path) -> Path:
         return checkpoint / ALGORITHM_DIR
+
+
+RUN_FILE_MAX_BYTES = 64 << 20
+"""The most a run folder's small files (run state, overrides, config, selection) may have: a larger one is refused."""
+
+
+def _run_text(file: Path) -> str:
+    """A small file of a run folder, read only as a regular file (`policies.files.read_regular`): a link, a FIFO
+    or a device there is `FileRefused` (a ValueError of one line), never followed, waited on or read endlessly."""
+    return read_regular(file, RUN_FILE_MAX_BYTES).decode()
 
 
 # ---------------------------------------------------------------- signed checkpoints
@@ -694,7 +709,7 @@ def stop_leftovers(run: RunDir) -> list[int]:
     driver still runs. Defunct (zombie) workers are not processes to stop: their parent reaps them. Returns the
     pids stopped."""
     try:
-        session = json.loads((run.path / RAY_SESSION).read_text())
+        session = json.loads(_run_text(run.path / RAY_SESSION))
     except (OSError, ValueError):
         return []
     session_dir = session.get("session_dir") if isinstance(session, dict) else None

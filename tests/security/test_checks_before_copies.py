@@ -231,3 +231,30 @@ def test_export_of_a_linked_policy_is_one_line(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "is a symbolic link, refused" in one_error_line(done)
+
+
+# Looks for the checkpoint to resume from, as `launch/train.py resume=` does first, and prints what it found.
+RESUME_POINT = """
+import sys
+from launch.cli import UserError
+from launch.training.runs import RunDir
+try:
+    state, checkpoint = RunDir(sys.argv[1]).resume_point(sys.argv[1], lambda checkpoint, state: None)
+except UserError as err:
+    print("refused:", err)
+else:
+    print("resumes:", checkpoint.name)
+"""
+
+
+def test_a_fifo_as_a_checkpoints_run_state_is_refused_not_waited_on(signed, tmp_path):
+    checkpoint, key = signed
+    fifo = checkpoint / "run_state.json"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-c", RESUME_POINT, str(checkpoint.parents[1])], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=child_env(key, tmp_path / "tmp"),
+                          stdin=subprocess.DEVNULL)  # before: the read waited for a writer forever
+    said = done.stdout.strip()
+    assert done.returncode == 0 and said.startswith("refused: ") and "run_state.json' is a FIFO" in said, \
+        (said, done.stderr[-2000:])
