@@ -80,6 +80,7 @@ from omegaconf import OmegaConf
 from launch.cli import CONF_DIR, UserError, read_jsonl, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
 from policies.files import FileRefused, copy_regular, open_regular, read_regular, regular_files, sha256_regular
+from policies.json_data import read_json
 
 if TYPE_CHECKING:
     from launch.training.schema import TrainConfig
@@ -216,7 +217,8 @@ class RunDir:
 
     @staticmethod
     def read_state(checkpoint: Path) -> RunState:
-        return RunState.from_dict(json.loads(_run_text(checkpoint / RUN_STATE)))
+        """The checkpoint's run state; JSON that is malformed or nested too deep is a ValueError of one line."""
+        return RunState.from_dict(read_json(_run_text(checkpoint / RUN_STATE)))
 
     def save_overrides(self, overrides: list[str]) -> None:
         write_text(self.path / OVERRIDES, "".join(f"{o}\n" for o in overrides))
@@ -329,7 +331,7 @@ class RunDir:
                     os.rename(old, self.best)
                     break
         try:
-            return json.loads(_run_text(self.best / SELECTION))
+            return read_json(_run_text(self.best / SELECTION))
         except (OSError, ValueError):
             return None
 
@@ -623,7 +625,7 @@ def _trusted_digests(checkpoint: Path) -> tuple[dict[str, str], dict[str, int] |
         return _untrusted(checkpoint, reason)
 
     try:
-        signature = json.loads(read_regular(checkpoint / SIGNATURE, SIGNATURE_MAX_BYTES))
+        signature = read_json(read_regular(checkpoint / SIGNATURE, SIGNATURE_MAX_BYTES))
     except FileNotFoundError:
         raise refuse(f"no {SIGNATURE}") from None
     except FileRefused as err:

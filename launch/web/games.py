@@ -558,7 +558,7 @@ class Session:
         if self.site.league is None:
             return None
         from policies.league.league import HUMAN_ROUND, rate_round
-        from policies.league.store import HUMAN_KIND, LeagueStore, person_name
+        from policies.league.store import HUMAN_KIND, DamagedMemberError, LeagueStore, person_name
 
         limits = self.site.limits
         was_pending, self.rating_pending = self.rating_pending, False
@@ -600,6 +600,10 @@ class Session:
                     store.add_site_game(self.id, name, self.address, round_id)
                     after = store.member(person.id)
             return f"{RATED}{name}: mu {after.mu:.1f}, sigma {after.sigma:.1f}"
+        except DamagedMemberError as err:  # a row no retry mends: this game alone is not rated
+            log.error("game %s is not rated: %s", self.id, one_line(err))
+            return (f"not rated: league member {err.damaged.name}'s rating in the league database is damaged (the "
+                    "server's log says how)")
         except Exception as err:  # noqa: BLE001 - the league is another process's file: gone, full, locked, replaced
             # The rating waits, kept with the game in games.db, and is tried again until the league takes it
             # (`GameTable.retry`); the page is told so without the server's path or the error's name.

@@ -65,6 +65,7 @@ import itertools
 import json
 import random
 import re
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +86,7 @@ from policies.league.ratings import (
     rate_games,
     start_rating,
 )
-from policies.league.store import HUMAN_KIND, LeagueStore, Member
+from policies.league.store import HUMAN_KIND, DamagedMemberError, LeagueStore, Member
 
 MAIN_MEMBER = "main"
 SNAPSHOT_DIR = "league"
@@ -252,7 +253,10 @@ class League:
             if settings.with_main:
                 store.ensure_member(MAIN_MEMBER, "main", "main")
             for bot in dict.fromkeys((*settings.rated_bots, *settings.bots)):
-                store.ensure_member(bot, "bot", bot)
+                try:
+                    store.ensure_member(bot, "bot", bot)
+                except DamagedMemberError:  # there, but damaged: it sits out, as reading the members warns
+                    pass
             for spec in settings.external:
                 self.add_external(spec)
 
@@ -270,7 +274,7 @@ class League:
             if member.spec == spec:
                 return member
         name = name or external_spec_name(spec)
-        taken = {m.name for m in self.store.members()}
+        taken = self.store.names()
         base, k = name, 2
         while name in taken:
             name, k = f"{base}#{k}", k + 1
@@ -383,7 +387,7 @@ class League:
 
     def _free_name(self, name: str) -> str:
         # A resumed run can reach the same iteration again: keep both snapshots.
-        taken = {m.name for m in self.store.members()}
+        taken = self.store.names()
         base, k = name, 2
         while name in taken:
             name, k = f"{base}.{k}", k + 1
@@ -725,10 +729,21 @@ def _rate_again(store: LeagueStore, first_round: int, dropped: set[int], person:
         return start_rating()
 
     rounds = [r for r in store.rounds() if r["id"] >= first_round]
+    damaged = {d.id: d for d in store.damaged_members() if d.id != person}
+    skipped: dict[int, int] = {}
     by_round: dict[int, list] = {}
     for match in store.matches(since_round=first_round):
-        if match.id not in dropped:
-            by_round.setdefault(match.round_id, []).append((match.seats, match.places))
+        if match.id in dropped:
+            continue
+        bad = [damaged[i] for i in dict.fromkeys(match.seats) if i in damaged]
+        if bad:  # a damaged member has no rating to rate its games from: they stay as they are, unrated again
+            for member in bad:
+                skipped[member.id] = skipped.get(member.id, 0) + 1
+            continue
+        by_round.setdefault(match.round_id, []).append((match.seats, match.places))
+    for member_id, games in skipped.items():
+        print(f"warning: {store.path}: league member {damaged[member_id].name!r} has {damaged[member_id].problem}: "
+              f"its {games} rated games are left out of the ratings computed again", file=sys.stderr, flush=True)
     for round_ in rounds:
         players = [r["member_id"] for r in later if r["round_id"] == round_["id"] and r["member_id"] != person
                    and r["member_id"] in members]

@@ -63,6 +63,7 @@ import errno
 import json
 import math
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -159,6 +160,17 @@ class LeagueStoreError(ValueError):
     """The database cannot be used as a league (not one, a newer schema, a bad member); one line."""
 
 
+class DamagedMemberError(LeagueStoreError):
+    """A member row holding what no round writes (a rating that is not finite, a sigma of 0 or less, text; a
+    panel that is not a JSON object); one line naming the member. `damaged` is what of the row can still be
+    trusted (id, name, kind), so that the member can be listed as damaged and removed."""
+
+    def __init__(self, path: Path, damaged: DamagedMember):
+        self.damaged = damaged
+        super().__init__(f"{path}: league member {_shown(damaged.name)} has {damaged.problem}: restore league.db "
+                         f"from a copy, or take the member out with league.py remove")
+
+
 class LeagueWriteFailed(LeagueStoreError, OSError):
     """A write that the league's disk had no room for, or could not take (SQLite's FULL and IOERR); one line naming
     the database. Nothing of its transaction was kept. It is an `OSError` too, with the database as its
@@ -205,6 +217,18 @@ class Member:
     def ordinal(self) -> float:
         """openskill's conservative rating (`policies.league.ratings.ordinal`)."""
         return ordinal(self.mu, self.sigma)
+
+
+@dataclass(frozen=True)
+class DamagedMember:
+    """A member row that cannot be read as a `Member` (`DamagedMemberError`): what of it is still trusted, and
+    what is wrong (``problem``: ``mu = inf, not a finite number``). It is never rated, seated or shown with a
+    rating; `LeagueStore.members` leaves it out with a warning, `LeagueStore.damaged_members` lists it."""
+    id: int
+    name: str
+    kind: str
+    active: bool
+    problem: str
 
 
 @dataclass(frozen=True)
@@ -365,7 +389,7 @@ class LeagueStore:
         if (kind == HUMAN_KIND) != name.startswith(HUMAN_PREFIX):
             raise LeagueStoreError(f"member name {name!r} is not allowed for kind {kind}: the {HUMAN_PREFIX!r} prefix "
                                    "is reserved for people (kind human), and a person's name has it")
-        if self.member(name) is not None:
+        if name in self.names():  # a damaged member holds its name too
             raise LeagueStoreError(f"the league already has a member named {name!r}")
         if mu is None or sigma is None:
             mu, sigma = start_rating()
@@ -387,17 +411,42 @@ class LeagueStore:
         return member or self.add_member(name, kind, spec)
 
     def member(self, name_or_id: str | int) -> Member | None:
+        """The member of that name or id, None when there is none; a damaged one (`DamagedMember`) is
+        `DamagedMemberError`, one line: whoever asks for it by name or id cannot be given its rating."""
         column = "id" if isinstance(name_or_id, int) else "name"
         row = self.db.execute(f"SELECT * FROM members WHERE {column} = ?", (name_or_id,)).fetchone()
         return None if row is None else _member(row, self.path)
 
     def members(self, active_only: bool = False, kinds: Iterable[str] | None = None) -> list[Member]:
         """Members in the order they joined. `active_only`: those in the league's pool now, which never holds a
-        person (kind human): training and the site's opponent list never pick one."""
+        person (kind human): training and the site's opponent list never pick one. A damaged member row is left
+        out, with one warning line on stderr naming it (once per process), so one bad row leaves every other
+        member to be read, shown and played."""
         rows = self.db.execute("SELECT * FROM members ORDER BY id").fetchall()
         kinds = set(kinds) if kinds is not None else None
-        return [m for m in (_member(row, self.path) for row in rows)
-                if (not active_only or (m.active and m.kind != HUMAN_KIND)) and (kinds is None or m.kind in kinds)]
+        out = []
+        for row in rows:
+            try:
+                member = _member(row, self.path)
+            except DamagedMemberError as err:
+                _warn_once(f"warning: {self.path}: league member {_shown(err.damaged.name)} has "
+                           f"{err.damaged.problem}: it is left out of the league's members (restore league.db from "
+                           "a copy, or take it out with league.py remove)")
+                continue
+            if (not active_only or (member.active and member.kind != HUMAN_KIND)) and \
+                    (kinds is None or member.kind in kinds):
+                out.append(member)
+        return out
+
+    def damaged_members(self) -> list[DamagedMember]:
+        """The member rows `members` leaves out, in the order they joined: what a listing shows as damaged and
+        what ``league.py remove`` can still take out."""
+        rows = self.db.execute("SELECT * FROM members ORDER BY id").fetchall()
+        return [damaged for damaged in (_damage(row) for row in rows) if damaged is not None]
+
+    def names(self) -> set[str]:
+        """Every member's name, damaged members' too: a name taken by any row, read without its rating."""
+        return {row[0] for row in self.db.execute("SELECT name FROM members")}
 
     def update_member(self, member_id: int, **fields: Any) -> None:
         allowed = {"spec", "iteration", "env_steps", "active", "evicted_at", "slot", "mu", "sigma", "panel"}
@@ -456,7 +505,7 @@ class LeagueStore:
         with `policies.league.league.remove_person`) and, with `token_hash`, when it is still that claim (the name
         may have been released and claimed again since). True when a claim was released."""
         with self.transaction():
-            if self.member(name) is not None:
+            if name in self.names():  # a member, damaged or not: the person played
                 return False
             if token_hash is None:
                 cursor = self.db.execute("DELETE FROM people WHERE name = ?", (name,))
@@ -540,14 +589,21 @@ class LeagueStore:
                 )
 
     def rating_history(self) -> list[dict[str, Any]]:
-        """Every rating row with its member's name and kind, oldest first."""
+        """Every rating row with its member's name and kind, oldest first. A row holding a rating no round writes
+        is left out with one warning line (once per process), never read as a rating."""
         rows = self.db.execute(
             "SELECT r.member_id, m.name, m.kind, r.round_id, r.iteration, r.mu, r.sigma, r.created_at"
             " FROM ratings r JOIN members m ON m.id = r.member_id ORDER BY r.id"
         ).fetchall()
+        out = []
         for row in rows:
-            _rating(row, row["name"], self.path)
-        return [dict(r) for r in rows]
+            problem = _rating_problem(row["mu"], row["sigma"])
+            if problem is not None:
+                _warn_once(f"warning: {self.path}: a rating of league member {_shown(row['name'])} in its history "
+                           f"has {problem}: it is left out of the history")
+                continue
+            out.append(dict(row))
+        return out
 
 
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
@@ -666,18 +722,25 @@ def _check_is_league(path: Path) -> None:
         raise LeagueStoreError(f"{path}: not a league database (it has no league tables)")
 
 
-def _rating(row: sqlite3.Row, name: Any, path: Path) -> tuple[float, float]:
-    """A row's ``mu`` and ``sigma``: finite numbers, sigma above 0. A rating no round writes (inf, a sigma of 0 or
-    less, text) is `LeagueStoreError` of one line naming the member, so it is never shown or rated from."""
-    mu, sigma = row["mu"], row["sigma"]
+def _rating_problem(mu: Any, sigma: Any) -> str | None:
+    """What is wrong with a ``mu`` and ``sigma`` read from the database (``mu = inf, not a finite number``), or
+    None when they are finite numbers with sigma above 0, as every round writes them."""
     for key, value in (("mu", mu), ("sigma", sigma)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise LeagueStoreError(f"{path}: league member {_shown(name)} has {key} = {_shown(value)}, not a "
-                                   "finite number: restore league.db from a copy")
+            return f"{key} = {_shown(value)}, not a finite number"
     if sigma <= 0:
-        raise LeagueStoreError(f"{path}: league member {_shown(name)} has sigma = {sigma!r}, not above 0: "
-                               "restore league.db from a copy")
-    return float(mu), float(sigma)
+        return f"sigma = {float(sigma)!r}, not above 0"
+    return None
+
+
+_WARNED: set[str] = set()
+"""Warnings already printed by this process: a site or a training run reads the members again and again."""
+
+
+def _warn_once(line: str) -> None:
+    if line not in _WARNED:
+        _WARNED.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 def _integers(row: sqlite3.Row, key: str, path: Path) -> tuple[int, ...]:
@@ -692,25 +755,34 @@ def _integers(row: sqlite3.Row, key: str, path: Path) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _panel(row: sqlite3.Row, path: Path) -> dict[str, Any] | None:
-    if row["panel"] is None:
-        return None
+def _panel(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """A member's ``panel``: the JSON object it holds (None for none), or what is wrong with it."""
+    if value is None:
+        return None, None
     try:
-        panel = read_json(row["panel"])
+        panel = read_json(value)
     except (TypeError, ValueError):
         panel = None
     if not isinstance(panel, dict):
-        raise LeagueStoreError(f"{path}: league member {_shown(row['name'])} has panel = {_shown(row['panel'])}, "
-                               "not a JSON object: restore league.db from a copy")
-    return panel
+        return None, f"panel = {_shown(value)}, not a JSON object"
+    return panel, None
+
+
+def _damage(row: sqlite3.Row) -> DamagedMember | None:
+    """The row as a `DamagedMember` when its rating or panel is not what a round writes, else None."""
+    problem = _rating_problem(row["mu"], row["sigma"]) or _panel(row["panel"])[1]
+    return None if problem is None else DamagedMember(row["id"], row["name"], row["kind"], bool(row["active"]), problem)
 
 
 def _member(row: sqlite3.Row, path: Path) -> Member:
-    mu, sigma = _rating(row, row["name"], path)
+    damaged = _damage(row)
+    if damaged is not None:
+        raise DamagedMemberError(path, damaged)
     return Member(
         id=row["id"], name=row["name"], kind=row["kind"], spec=row["spec"], iteration=row["iteration"],
         env_steps=row["env_steps"], created_at=row["created_at"], active=bool(row["active"]),
-        evicted_at=row["evicted_at"], slot=row["slot"], mu=mu, sigma=sigma, panel=_panel(row, path),
+        evicted_at=row["evicted_at"], slot=row["slot"], mu=float(row["mu"]), sigma=float(row["sigma"]),
+        panel=_panel(row["panel"])[0],
         # A reader leaves an older database as it is: before roles, main and its snapshots were main's.
         role=row["role"] if "role" in row.keys() else (MAIN if row["kind"] in LEARNER_KINDS else None),
     )

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from policies.league.store import LeagueStore, LeagueStoreError
+from policies.league.store import DamagedMemberError, LeagueStore
 from tests.security.helpers import ROOT, bot_league, one_error_line, run_command, site_client
 from tests.security.test_records_are_data import record_line
 
@@ -40,31 +40,122 @@ def test_an_empty_resume_is_refused_instead_of_starting_a_new_run(tmp_path):
 
 
 # ------------------------------------------------------------------ what league.db holds
-@pytest.mark.parametrize("change, says", [
-    ("UPDATE members SET mu = 9e999 WHERE name = 'hybrid'", "league member 'hybrid' has mu = inf, not a finite"),
-    ("UPDATE members SET sigma = -5 WHERE name = 'hybrid'", "league member 'hybrid' has sigma = -5.0, not above 0"),
-    ("UPDATE members SET sigma = 0 WHERE name = 'hybrid'", "league member 'hybrid' has sigma = 0.0, not above 0"),
-    ("UPDATE members SET mu = 'abc' WHERE name = 'hybrid'", "league member 'hybrid' has mu = 'abc', not a finite"),
-    ("UPDATE meta SET value = '-1' WHERE key = 'schema_version'", "its schema_version is -1: schemas are numbered"),
-], ids=["mu-inf", "sigma-negative", "sigma-zero", "mu-text", "schema-negative"])
-def test_a_rating_or_schema_no_league_writes_is_one_line_never_shown(tmp_path, change, says):
-    run = bot_league(tmp_path / "run")
+DAMAGES = pytest.mark.parametrize("change, says", [
+    (f"UPDATE members SET {change} WHERE name = 'hybrid'", f"league member 'hybrid' has {problem}")
+    for change, problem in [
+        ("mu = 9e999", "mu = inf, not a finite number"), ("sigma = -5", "sigma = -5.0, not above 0"),
+        ("sigma = 0", "sigma = 0.0, not above 0"), ("mu = 'abc'", "mu = 'abc', not a finite number")]
+], ids=["mu-inf", "sigma-negative", "sigma-zero", "mu-text"])
+
+
+def damaged_league(run, change: str):
+    """`bot_league` with one member row changed by `change`, the SQL a hand or another program could run."""
+    bot_league(run)
     with sqlite3.connect(run / "league.db") as db:
         db.execute(change)
+    return run
+
+
+def quiet(stderr: str) -> list[str]:
+    """The lines a command wrote to stderr, less the deprecation notes of the installed libraries."""
+    return [line for line in stderr.splitlines() if "Deprecat" not in line and "from starlette" not in line]
+
+
+@DAMAGES
+def test_a_rating_no_league_writes_is_one_warning_and_never_shown_as_a_rating(tmp_path, change, says):
+    run = damaged_league(tmp_path / "run", change)
     done = run_command("launch/league.py", "show", f"league={run / 'league.db'}", timeout=120)
-    assert says in one_error_line(done)
-    assert done.stdout == ""  # no table with the bad rating in it
+    assert done.returncode == 0, done.stderr[-3000:]
+    [warning] = quiet(done.stderr)
+    assert warning.startswith("warning: ") and says in warning and "left out" in warning
+    rows = {line.split()[1]: line for line in done.stdout.splitlines()[1:-1]}
+    assert set(rows) == {"random", "hybrid"}  # the other member is read and shown
+    assert "25.00   8.33" in rows["random"]
+    assert "damaged: " + says.split(" has ")[1] in rows["hybrid"] and "no rating is shown" in rows["hybrid"]
+    assert rows["hybrid"].split("damaged:")[0].split() == ["-", "hybrid", "bot", "-"]  # no rating column
 
 
-def test_a_bad_rating_in_the_history_is_never_read_as_one(tmp_path):
+def test_a_schema_version_no_league_writes_is_one_line(tmp_path):
+    run = damaged_league(tmp_path / "run", "UPDATE meta SET value = '-1' WHERE key = 'schema_version'")
+    done = run_command("launch/league.py", "show", f"league={run / 'league.db'}", timeout=120)
+    assert "its schema_version is -1: schemas are numbered" in one_error_line(done)
+    assert done.stdout == ""
+
+
+@DAMAGES
+def test_a_damaged_member_is_one_line_when_asked_for_and_left_out_of_the_members(tmp_path, capsys, change, says):
+    run = damaged_league(tmp_path / "run", change)
+    with LeagueStore.open(run, create=False, read_only=True) as store:
+        assert [m.name for m in store.members()] == ["random"]
+        assert [m.name for m in store.members()] == ["random"]
+        [damaged] = store.damaged_members()
+        assert (damaged.name, damaged.kind) == ("hybrid", "bot") and damaged.problem == says.split(" has ")[1]
+        with pytest.raises(DamagedMemberError, match=says) as raised:
+            store.member("hybrid")
+        assert "\n" not in str(raised.value) and raised.value.damaged == damaged
+    assert capsys.readouterr().err.count(says) == 1  # one warning, however often the members are read
+
+
+def test_a_damaged_member_is_removed_by_league_remove_and_the_others_stay(tmp_path):
+    run = damaged_league(tmp_path / "run", "UPDATE members SET sigma = -5 WHERE name = 'hybrid'")
+    done = run_command("launch/league.py", "remove", "hybrid", f"league={run / 'league.db'}", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[0] == "removed: hybrid"
+    with LeagueStore.open(run, create=False, read_only=True) as store:
+        assert [m.name for m in store.members()] == ["random"] and store.damaged_members() == []
+
+
+def test_a_damaged_member_is_not_offered_by_the_site_and_the_others_are(tmp_path):
+    run = damaged_league(tmp_path / "run", "UPDATE members SET mu = 'abc' WHERE name = 'hybrid'")
+    answer = site_client(tmp_path / "records", run).get("/api/options")
+    assert answer.status_code == 200
+    assert {o["id"] for o in answer.json()["opponents"] if o["kind"] == "league"} == {"league:random"}
+
+
+def test_a_league_round_is_played_without_a_damaged_member_with_a_warning(tmp_path):
+    run = damaged_league(tmp_path / "run", "UPDATE members SET mu = 9e999 WHERE name = 'hybrid'")
+    done = run_command("launch/league.py", "play", "games=4", "players=2", "variant=quick",
+                       "bots=[random,hybrid,fast]", f"league={run / 'league.db'}", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    warnings = [line for line in quiet(done.stderr) if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "league member 'hybrid' has mu = inf" in warnings[0]
+    with LeagueStore.open(run, create=False, read_only=True) as store:
+        seated = {member_id for match in store.matches() for member_id in match.seats}
+        assert seated == {store.member("random").id, store.member("fast").id}
+        assert [d.name for d in store.damaged_members()] == ["hybrid"]  # left as it was, never rated
+
+
+def test_rating_again_leaves_out_a_damaged_members_games_with_a_warning(tmp_path, capsys):
+    from policies.league.league import HUMAN_ROUND, remove_person
+
     run = bot_league(tmp_path / "run")
     with LeagueStore.open(run) as store:
-        store.set_ratings(None, {store.member("hybrid").id: (26.0, 7.0)})
+        alice = store.add_member("human:alice", kind="human", spec="human")
+        random_, hybrid = store.member("random"), store.member("hybrid")
+        for seats in ((alice.id, random_.id), (random_.id, hybrid.id)):
+            round_id = store.add_round(HUMAN_ROUND, "quick")
+            store.add_matches(round_id, "quick", [(seats, (1, 2))])
+            store.set_ratings(round_id, {seats[0]: (27.0, 8.0), seats[1]: (23.0, 8.0)})
     with sqlite3.connect(run / "league.db") as db:
-        db.execute("UPDATE ratings SET sigma = -1")
-    with LeagueStore.open(run, create=False, read_only=True) as store, \
-            pytest.raises(LeagueStoreError, match="'hybrid' has sigma = -1.0, not above 0"):
-        store.rating_history()
+        db.execute("UPDATE members SET sigma = 0 WHERE name = 'hybrid'")
+    with LeagueStore.open(run) as store:
+        assert remove_person(store, store.member("human:alice")) == 1
+        assert store.member("random").mu == pytest.approx(25.0)  # as if alice never played; hybrid's game not rated
+        assert [d.name for d in store.damaged_members()] == ["hybrid"]
+    err = capsys.readouterr().err
+    assert "league member 'hybrid' has sigma = 0.0, not above 0: its 1 rated games are left out" in err
+
+
+def test_a_bad_rating_in_the_history_is_left_out_with_a_warning_never_read_as_one(tmp_path, capsys):
+    run = bot_league(tmp_path / "run")
+    with LeagueStore.open(run) as store:
+        store.set_ratings(None, {store.member("hybrid").id: (26.0, 7.0), store.member("random").id: (24.0, 7.0)})
+    with sqlite3.connect(run / "league.db") as db:
+        db.execute("UPDATE ratings SET sigma = -1 WHERE member_id = 2")
+    with LeagueStore.open(run, create=False, read_only=True) as store:
+        assert [(row["name"], row["mu"]) for row in store.rating_history()] == [("random", 24.0)]
+    [warning] = capsys.readouterr().err.splitlines()
+    assert "a rating of league member 'hybrid' in its history has sigma = -1.0, not above 0" in warning
 
 
 def test_a_match_nested_100000_deep_in_league_db_is_one_line(tmp_path):
@@ -85,6 +176,41 @@ def test_a_metrics_line_nested_100000_deep_is_left_out_with_a_warning(tmp_path, 
     path.write_text('{"a": 1}\n{"b": ' + DEEP + '}\n{"c": 2}\n')
     assert read_jsonl(path) == [{"a": 1}, {"c": 2}]
     assert capsys.readouterr().err == f"warning: {path}:2: JSON nested deeper than 64 levels: this row is left out\n"
+
+
+# ------------------------------------------------------------------ a run folder's JSON
+def deep_checkpoint(run, name: str, text: str):
+    """A checkpoint folder of `run` whose file `name` holds `text`, with what a resume looks for besides."""
+    checkpoint = run / "checkpoints" / "iter_000001"
+    (checkpoint / "algorithm").mkdir(parents=True)
+    (checkpoint / "algorithm" / "rllib_checkpoint.json").write_text(json.dumps({"type": "Algorithm"}))
+    (checkpoint / name).write_text(text)
+    return checkpoint
+
+
+def test_a_run_state_nested_100000_deep_is_a_damaged_checkpoint_in_one_line(tmp_path):
+    from launch.cli import UserError
+    from launch.training.runs import RUN_STATE, RunDir
+
+    run = tmp_path / "run"
+    deep_checkpoint(run, RUN_STATE, '{"iteration": ' + DEEP + "}")
+    with pytest.raises(UserError) as refused:
+        RunDir(run).resume_point(str(run), lambda checkpoint, state: None)
+    assert str(refused.value) == (f"resume={run}: no checkpoint loads: iter_000001 is damaged (JSON nested deeper "
+                                  "than 64 levels)")
+
+
+def test_a_signature_nested_100000_deep_is_an_unreadable_signature_in_one_line(tmp_path, monkeypatch):
+    from launch.training.runs import KEY_ENV, SIGNATURE, CheckpointNotTrusted, RunDir
+
+    key = tmp_path / "key"
+    key.write_text("cd" * 32 + "\n")
+    key.chmod(0o600)
+    monkeypatch.setenv(KEY_ENV, str(key))
+    checkpoint = deep_checkpoint(tmp_path / "run", SIGNATURE, '{"files": ' + DEEP + "}")
+    with pytest.raises(CheckpointNotTrusted, match=f"its {SIGNATURE} is unreadable") as refused:
+        RunDir(tmp_path / "run").check_algorithm_state(checkpoint)
+    assert "\n" not in str(refused.value)
 
 
 # ------------------------------------------------------------------ stdout closed
