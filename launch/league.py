@@ -52,6 +52,11 @@ whatever its case and spaces (``human:Alice`` is ``human:alice``), and a
 name claimed on the site that never played a rated game is released. A
 training run's main and snapshots are the run's to manage and are refused.
 
+A member whose row holds a rating no round writes (inf, a sigma of 0 or
+less, text: a hand edit, another program) is damaged: ``show`` lists it with
+no rating, ``play`` leaves it out with one warning while the others play, and
+``remove`` takes it out by its name.
+
 A ``py:`` bot is code: ``add`` refuses it, and ``play`` seats no member whose
 spec in the database is one (it sits the round out with a warning), since a
 database is data and never names code to import. A ``py:`` bot joins a training
@@ -272,6 +277,9 @@ def standings(store) -> str:
         status = "  (evicted)" if not m.active else ""
         lines.append(f"{'-' if rank is None else rank:>3}  {m.name:<32} {m.kind:<9} {m.role or '-':<16} "
                      f"{m.mu:6.2f} {m.sigma:6.2f}  {f'{low:.1f} to {high:.1f}':<13}  {vs_random:<11}  {ahead}{status}")
+    for d in store.damaged_members():  # listed so that it can be removed; what its row says is no rating
+        lines.append(f"{'-':>3}  {d.name:<32} {d.kind:<9} {'-':<16} damaged: {d.problem}, so no rating is shown "
+                     "and it plays no game" + ("" if d.active else "  (evicted)"))
     lines.append("# is 1 + the members clearly rated above (their mu, 95% wholly above): members sharing a rank "
                  "are within noise of each other")
     return "\n".join(lines)
@@ -280,19 +288,26 @@ def standings(store) -> str:
 def remove_members(store, names: list[str]) -> None:
     """Every name is checked before any is removed; all go in one transaction."""
     from policies.league.league import remove_person
-    from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, person_name
+    from policies.league.store import HUMAN_KIND, HUMAN_PREFIX, DamagedMemberError, person_name
+
+    def member_named(name: str):
+        """The member, or a damaged one's id, name and kind (its rating is not needed to remove it)."""
+        try:
+            return store.member(name)
+        except DamagedMemberError as err:
+            return err.damaged
 
     members, claims = [], []
     for name in names:
-        member = store.member(name)
+        member = member_named(name)
         if member is None and name.startswith(HUMAN_PREFIX):  # a person, as the site folds names
             name = person_name(name[len(HUMAN_PREFIX):])
-            member = store.member(name)
+            member = member_named(name)
             if member is None and store.claim(name) is not None:
                 claims.append(name)  # claimed on the site, never rated: the claim alone goes
                 continue
         if member is None:
-            known = ", ".join(m.name for m in store.members()) or "none"
+            known = ", ".join(sorted(store.names())) or "none"
             raise UserError(f"no member named {name!r} in {store.path}: members are {known}")
         if member.kind not in ("external", "bot", HUMAN_KIND):
             raise UserError(f"{name!r} is a training run's {member.kind}: the run manages it, remove refuses")
