@@ -186,20 +186,20 @@ def test_player_tokens_are_issued_by_the_server_and_a_made_up_one_is_refused(tmp
 def test_a_person_removed_mid_game_is_not_rated_by_that_game(tmp_path):
     run = bot_league(tmp_path / "run")
     records = tmp_path / "records"
-    alice = Person(site_client(records, run, client="10.0.0.1"), "Alice")
+    alice = Person(site_client(records, run, client="10.0.0.1"), "alice")
     assert alice.lose()["rated"].startswith("rated in the league as human:alice")
     started = alice.start()
     assert started.status_code == 200
     view = play_out(alice.client, started.json(), actions=6)
     assert not view["over"]
 
-    done = run_command("launch/league.py", "remove", "human:Alice", f"league={run / 'league.db'}")
+    done = run_command("launch/league.py", "remove", "human:alice", f"league={run / 'league.db'}")
     assert done.returncode == 0 and "removed: human:alice" in done.stdout, done.stderr[-2000:]
     # the name is free again, and someone else claims it before her game ends
     assert Person(site_client(records, run, client="10.0.0.2"), "alice").start().status_code == 200
 
     end = play_out(alice.client, view, choose=lambda v: min(o["token"] for o in v["legal"]))
-    assert end["rated"].startswith("not rated: the name Alice is no longer claimed"), end["rated"]
+    assert end["rated"].startswith("not rated: the name alice is no longer claimed"), end["rated"]
     with LeagueStore.open(run / "league.db", create=False, read_only=True) as store:
         assert store.member("human:alice") is None and store.site_game(view["id"]) is None
 
