@@ -32,17 +32,17 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: str | Path, max_bytes: int | None = None, size: int | None = None) -> int:
+def open_regular(path: str | Path, max_bytes: int | None = None) -> int:
     """A read-only descriptor of the regular file at `path`, opened without following a link in its last part and
     without waiting (a FIFO opens at once, and is then refused). `FileRefused` unless it is a regular file of at
-    most `max_bytes`, and of exactly `size` bytes when given; `OSError` when it cannot be opened (gone)."""
+    most `max_bytes`; `OSError` when it cannot be opened (gone). The caller closes the descriptor."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
-    except OSError as err:
+    except OSError:
         if os.path.islink(path):  # O_NOFOLLOW's ELOOP: say what it is, not the errno
             raise FileRefused(f"'{path}' is a symbolic link, refused: only a regular file is read") from None
-        raise err
+        raise
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
@@ -50,8 +50,6 @@ def open_regular(path: str | Path, max_bytes: int | None = None, size: int | Non
         if max_bytes is not None and status.st_size > max_bytes:
             raise FileRefused(f"'{path}' is {status.st_size:,} bytes, more than the {max_bytes:,} such a file may "
                               "have: refused")
-        if size is not None and status.st_size != size:
-            raise FileRefused(f"'{path}' is {status.st_size:,} bytes, not the {size:,} it was written with")
     except BaseException:
         os.close(fd)
         raise

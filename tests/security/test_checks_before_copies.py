@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.training.runs import KEY_ENV, RunDir, sign_checkpoint
+from launch.training.runs import KEY_ENV, sign_checkpoint
 from tests.security.helpers import ROOT, one_error_line
 
 FILE_LIMIT = 64 << 20
