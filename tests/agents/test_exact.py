@@ -235,3 +235,14 @@ def test_the_benchmark_refuses_three_tokens_before_solving():
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "7,026,050,400 positions and needs 608.5 GiB" in lines[0], done.stderr
+
+
+def test_the_seats_are_mirror_images_on_a_symmetric_board(short_solution):
+    """The short board looks the same from both seats (starts and safe squares half a lap apart), so seat 1 to
+    move at (a, b) wins exactly as often as seat 0 to move at (b, a): the successors of each seat are built alike."""
+    space = short_solution.space
+    m = space.multisets
+    value = short_solution.value.reshape(2, space.sixes, m, m)
+    live = short_solution.succ[:, 0, 0].reshape(2, space.sixes, m, m) != exact.NONE
+    mirrored = 1 - value[0].transpose(0, 2, 1)
+    assert np.abs(value[1] - mirrored)[live[1]].max() < 1e-8
