@@ -681,9 +681,14 @@ def on_sigterm(signum, frame):
     raise KeyboardInterrupt
 
 
-if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, on_sigterm)
+def cli(argv: list[str]) -> None:
+    """The command: `main`, a refusal as one line and exit status 2 (the tests call it in-process too)."""
     try:
-        main(sys.argv[1:])
+        main(argv)
     except UserError as err:
         fail(err)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, on_sigterm)
+    cli(sys.argv[1:])
