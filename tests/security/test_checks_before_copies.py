@@ -5,7 +5,7 @@ as a regular file of its signed size before a byte is written; policy folders ar
 (`policies.files`).
 
 Each check runs in a child process whose files may not grow past `FILE_LIMIT` (``RLIMIT_FSIZE``: the kernel stops a
-process that writes more), with a temporary folder of its own: a copy of what should be refused kills the child,
+process that writes more, with SIGXFSZ), with a temporary folder of its own: a copy of what should be refused kills the child,
 and what it leaves behind shows in that folder."""
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ GIB = 1 << 30
 
 # Checks the checkpoint as a resume does before Ray starts, and prints what happened in one line.
 CHECK = """
-import sys
+import signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # a write past FILE_LIMIT ends this process (Python ignores it)
 from pathlib import Path
 from launch.cli import UserError
 from launch.training.runs import RunDir
