@@ -291,10 +291,11 @@ MAX_PLIES = 2**31 - 1
 """Die rolls of one game: move counters are 32-bit."""
 
 
-def check_integers(config, ranges: dict[str, tuple[int, int]] | None = None, prefix: str = "") -> None:
+def check_integers(config, ranges: dict[str, Any] | None = None, prefix: str = "") -> None:
     """Every integer setting of `config` (a dataclass, nested ones and lists included, or a mapping) within its
-    range: ``ranges[key]`` where given, else 0..`INT64_MAX` for seeds and a 64-bit integer for the rest.
-    `UserError` of one line naming the first key out of range."""
+    range: ``ranges[key]`` where given (``(low, high)``, or a `policies.ranges.Range` of two ends: a command's
+    declared ``RANGES``, which its reference page shows), else 0..`INT64_MAX` for seeds and a 64-bit integer for
+    the rest. `UserError` of one line naming the first key out of range."""
     import dataclasses
 
     ranges = ranges or {}
@@ -312,7 +313,9 @@ def check_integers(config, ranges: dict[str, tuple[int, int]] | None = None, pre
                 continue
             if isinstance(item, int):
                 default = (0, INT64_MAX) if name == "seed" else (-INT64_MAX - 1, INT64_MAX)
-                low, high = ranges.get(key, default)
+                bounds = ranges.get(key, default)
+                low, high = (bounds.low, bounds.high) if hasattr(bounds, "low") else bounds
+                low, high = default[0] if low is None else low, default[1] if high is None else high
                 if not low <= item <= high:
                     shown = key if index is None else f"{key}[{index}]"
                     raise UserError(f"{shown}={item} is not allowed: give an integer in [{low}, {high}]")
@@ -320,14 +323,19 @@ def check_integers(config, ranges: dict[str, tuple[int, int]] | None = None, pre
                 check_integers(item, ranges, f"{key}.")
 
 
+PORTS = (0, 65535)
+"""What a ``port=`` option allows (`parse_port`; the commands' reference pages show it)."""
+
+
 def parse_port(value) -> int:
     """A TCP port from a ``port=`` option (0 lets the system pick one); `UserError` otherwise."""
+    low, high = PORTS
     try:
         port = int(value)
     except ValueError:
-        raise UserError(f"port={value!r} is not allowed: give an integer in 0..65535") from None
-    if not 0 <= port <= 65535:
-        raise UserError(f"port={port} is not allowed: give an integer in 0..65535")
+        raise UserError(f"port={value!r} is not allowed: give an integer in {low}..{high}") from None
+    if not low <= port <= high:
+        raise UserError(f"port={port} is not allowed: give an integer in {low}..{high}")
     return port
 
 

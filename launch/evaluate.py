@@ -33,7 +33,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
 
@@ -61,6 +61,8 @@ from launch.cli import (
     stop_interrupted,
     write_text,
 )
+from policies.ranges import Range
+from policies.tournament import PATHS
 
 
 @dataclass
@@ -80,6 +82,7 @@ class EvaluateConfig:
     path: str = "auto"
     """auto, fast (built-in bots only) or generic."""
     progress: bool = True
+    """Show a progress bar on stderr."""
     out: str | None = None
     """Where the JSON report goes; default the Hydra run folder."""
     record: str | None = None
@@ -92,6 +95,18 @@ class EvaluateConfig:
     results are the same for any count; a py: bot or a recording plays on one thread."""
     move_time_limit: float | None = 30.0
     """Seconds one call of a py: bot's choose may take (one batch of up to `chunk` games); None: no limit."""
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "games": Range(1, MAX_GAMES), "chunk": Range(1, MAX_GAMES), "max_plies": Range(1, MAX_PLIES),
+        "threads": Range(0, 256), "move_time_limit": Range(0, low_open=True, null_ok=True)}
+    """What each numeric setting allows: `check_settings` checks these, the reference page shows them."""
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"path": PATHS}
+    """Named settings' choices (`policies.tournament.play_tournament` checks them)."""
+    ALLOWED: ClassVar[dict[str, str]] = {
+        "players": "player specs: bot names, `py:package.module:Class` or `ckpt:<path>`; at least one",
+        "record_player": "an integer in [0, len(players) - 1]",
+        "seed": "an integer >= 0"}
+    """What settings allow whose check is not a fixed range (it depends on another setting, or is a parse)."""
 
 
 ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
@@ -106,14 +121,17 @@ def check_overrides(argv: list[str]) -> None:
     settings = OmegaConf.to_container(cfg)
     settings.pop("hydra")
     check_known_keys(settings, EvaluateConfig)  # +foo=1 adds a key the schema does not check
-    check_integers(settings, integer_ranges(len(settings["players"])))  # before Hydra makes the run folder
-    check_seconds("move_time_limit", settings.get("move_time_limit"), positive=True, none_ok=True)
+    check_settings(settings, len(settings["players"]))  # before Hydra makes the run folder
     check_hydra_outputs(cfg, ("out", "record"))
 
 
-def integer_ranges(players: int) -> dict[str, tuple[int, int]]:
-    return {"games": (1, MAX_GAMES), "chunk": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES),
-            "record_player": (0, max(0, players - 1)), "threads": (0, 256)}
+def check_settings(settings: EvaluateConfig | dict[str, Any], players: int) -> None:
+    """`EvaluateConfig.RANGES`, and `record_player` an index into the `players` seats."""
+    ranges = {**EvaluateConfig.RANGES, "record_player": (0, max(0, players - 1))}
+    check_integers(settings, ranges)
+    seconds = EvaluateConfig.RANGES["move_time_limit"]
+    limit = settings.get("move_time_limit") if isinstance(settings, dict) else settings.move_time_limit
+    check_seconds("move_time_limit", limit, positive=seconds.low_open, none_ok=seconds.null_ok)
 
 
 class ReportWritten(UserError):
@@ -125,8 +143,7 @@ def evaluate(cfg: EvaluateConfig) -> Path:
     from policies.players import MoveTimeout
     from policies.tournament import play_tournament
 
-    check_integers(cfg, integer_ranges(len(cfg.players)))
-    check_seconds("move_time_limit", cfg.move_time_limit, positive=True, none_ok=True)
+    check_settings(cfg, len(cfg.players))
     out = check_output(cfg.out or "evaluate.json", "out")  # before the tournament, not after it
     if cfg.record:
         check_output(cfg.record, "record")

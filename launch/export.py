@@ -90,7 +90,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
 
@@ -135,6 +135,11 @@ class ExportConfig:
     seed: int = 0
     """Dice of the check's random games."""
 
+    RANGES: ClassVar[dict[str, tuple[int, int]]] = {"check": (0, MAX_GAMES)}
+    """What each numeric setting allows (`parse_args` checks it, the reference page shows it)."""
+    ALLOWED: ClassVar[dict[str, str]] = {"format": f"{' or '.join(FORMATS)}, or null: from the suffix of out",
+                                         "seed": "an integer >= 0"}
+
 
 ConfigStore.instance().store(name="export_schema", node=ExportConfig)
 
@@ -158,7 +163,7 @@ def _space_needed(ckpt: Path) -> int:
 def parse_args(argv: list[str]) -> ExportConfig:
     """The config from key=value arguments; every problem a `UserError` of one line, before torch is imported."""
     cfg: ExportConfig = OmegaConf.to_object(compose("export", argv))  # type: ignore[assignment]
-    check_integers(cfg, {"check": (0, MAX_GAMES)})
+    check_integers(cfg, ExportConfig.RANGES)
     if not cfg.ckpt:
         raise UserError("ckpt=<path> is required: a training run folder, a checkpoint folder or a policy folder")
     if not Path(cfg.ckpt).exists():

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
 
@@ -51,6 +51,7 @@ import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one 
 from hydra.core.config_store import ConfigStore
 
 from launch.cli import (
+    PORTS,
     UserError,
     catch_interrupts,
     check_output,
@@ -84,6 +85,9 @@ class LeaderboardConfig:
     request."""
     port: int = DEFAULT_PORT
     """The port for serve; 0 lets the system pick a free one."""
+
+    RANGES: ClassVar[dict[str, tuple[int, int]]] = {"port": PORTS}
+    """What `parse_port` allows, which the reference page shows."""
 
 
 ConfigStore.instance().store(name="leaderboard_schema", node=LeaderboardConfig)

@@ -84,6 +84,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -95,6 +96,7 @@ import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one 
 from hydra.core.config_store import ConfigStore  # noqa: E402
 
 from launch.cli import (  # noqa: E402
+    INT64_MAX,
     MAX_GAMES,
     RAY_DEPRECATIONS,
     UserError,
@@ -143,6 +145,8 @@ class LeagueAddConfig(LeagueGamesConfig):
     name: str | None = None
     """The member's name, for a single source; null: named after its run and iteration. The human: prefix is
     reserved for people."""
+
+    ALLOWED: ClassVar[dict[str, str]] = {"name": "a name outside the prefix reserved for people, or null"}
     panel_games: int = PANEL_GAMES
     """Games against 3 random and against 3 hybrid that give the new member's panel win rates."""
 
@@ -161,7 +165,7 @@ SUBCOMMANDS: dict[str, type] = {"add": LeagueAddConfig, "play": LeaguePlayConfig
 """Each sub-command and the schema of its options, composed from ``conf/league_<sub-command>.yaml``."""
 for _command, _schema in SUBCOMMANDS.items():
     ConfigStore.instance().store(name=f"league_{_command}_schema", node=_schema)
-RANGES = {"games": (1, MAX_GAMES), "panel_games": (1, MAX_GAMES), "players": (2, 4)}
+RANGES = {"games": (1, MAX_GAMES), "panel_games": (1, MAX_GAMES), "players": (2, 4), "seed": (0, INT64_MAX)}
 OVERRIDE = re.compile(r"[+~]*[A-Za-z_][\w.]*")
 """What the text before ``=`` is in an override; a run folder or a player spec has a ``/`` or a ``:`` there."""
 USAGE = ("usage: python launch/league.py {add <run or ckpt:path> ...|play|show|remove <member> ...} "

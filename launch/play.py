@@ -62,7 +62,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
 
@@ -85,6 +85,7 @@ from launch.cli import (
     options_help,
     stop_interrupted,
 )
+from policies.ranges import Range
 
 # numba's coloured error messages start colorama, which writes a colour reset to a terminal at exit: with
 # NO_COLOR, or after the game's last line, that is output nobody asked for. Read when numba is imported.
@@ -112,6 +113,12 @@ class PlayConfig:
     record: str | None = "outputs/play/records.jsonl"
     """JSONL record file your moves are appended to (policies.records); None records nothing."""
 
+    RANGES: ClassVar[dict[str, Range]] = {"delay": Range(0)}
+    """What each numeric setting allows (`parse_args` checks it, the reference page shows it)."""
+    ALLOWED: ClassVar[dict[str, str]] = {
+        "opponents": "player specs: bot names, `py:package.module:Class` or `ckpt:<path>`; at least one",
+        "seat": "an integer in [0, len(opponents)]", "seed": "an integer >= 0, or null"}
+
 
 ConfigStore.instance().store(name="play_schema", node=PlayConfig)
 
@@ -130,7 +137,8 @@ def parse_args(argv: list[str]) -> PlayConfig:
     check_integers(cfg)
     if not cfg.opponents:
         raise UserError("opponents=[] is not allowed: list at least one player spec, e.g. opponents=[hybrid]")
-    check_seconds("delay", cfg.delay)  # nan and inf too: time.sleep would fail mid-game
+    delay = PlayConfig.RANGES["delay"]  # nan and inf too: time.sleep would fail mid-game
+    check_seconds("delay", cfg.delay, positive=delay.low_open, none_ok=delay.null_ok)
     if cfg.seed is not None and cfg.seed < 0:
         raise UserError(f"seed={cfg.seed} is not allowed: give an integer >= 0")
     players = 1 + len(cfg.opponents)

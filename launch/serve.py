@@ -135,7 +135,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
 
@@ -143,6 +143,7 @@ import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one 
 from hydra.core.config_store import ConfigStore
 
 from launch.cli import (
+    PORTS,
     UserError,
     catch_interrupts,
     compose_options,
@@ -210,6 +211,13 @@ class ServeConfig:
     records_mb: int = Limits.records_mb
     """Megabytes the finished games' record files (human/ included) may take; past it the oldest go."""
 
+    RANGES: ClassVar[dict[str, tuple[int, int]]] = {
+        "port": PORTS, **{key: (0 if key in UNLIMITED_FROM_ZERO else 1, MAX_LIMIT) for key in Limits.names()}}
+    """What each numeric setting allows (`parse` checks these, the reference page shows them)."""
+    ALLOWED: ClassVar[dict[str, str]] = {
+        "move_seconds": f"seconds in (0, {MAX_MOVE_SECONDS}], or 0 or null: no limit",
+        "trusted_proxies": "IP addresses or networks, as [127.0.0.1] or [10.0.0.0/8,::1]"}
+
 
 ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
 
@@ -242,8 +250,8 @@ def check_trusted_proxies(values: list[str]) -> list[str]:
 
 def check_limit(key: str, value: int) -> int:
     """A limit of `Limits`: a whole number in its range (`UNLIMITED_FROM_ZERO` from 0, the others from 1)."""
-    low = 0 if key in UNLIMITED_FROM_ZERO else 1
-    if not low <= value <= MAX_LIMIT:
+    low, high = ServeConfig.RANGES[key]
+    if not low <= value <= high:
         raise UserError(f"{key}={value} is not allowed: give a whole number in {low}..{MAX_LIMIT}")
     return value
 

@@ -34,6 +34,7 @@ import numpy as np
 from hydra.core.config_store import ConfigStore
 
 from launch.cli import (
+    INT64_MAX,
     MAX_GAMES,
     MAX_PLIES,
     UserError,
@@ -68,7 +69,7 @@ class SimulateConfig:
 
 
 ConfigStore.instance().store(name="simulate_schema", node=SimulateConfig)
-RANGES = {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES)}
+RANGES = {"games": (1, MAX_GAMES), "max_plies": (1, MAX_PLIES), "seed": (0, INT64_MAX)}
 SLICE = 10_000
 """Games per engine call: Python sees Ctrl-C only between calls (random games: a fraction of a second on one core)."""
 VARIANT_FILE = "file_"

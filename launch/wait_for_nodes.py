@@ -15,13 +15,13 @@ typed by `WaitConfig` (``--help`` lists them): ``address`` (required),
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -44,6 +44,7 @@ from launch.cli import (  # noqa: E402
     options_help,
     stop_interrupted,
 )
+from policies.ranges import Range  # noqa: E402
 
 POLL_S = 2.0
 
@@ -57,6 +58,10 @@ class WaitConfig:
     timeout: float = 300.0
     """Seconds before giving up; 0 asks once."""
 
+    RANGES: ClassVar[dict[str, Range]] = {"nodes": Range(1, 1_000_000), "timeout": Range(0)}
+    """What each numeric setting allows (`parse` checks it, the reference page shows it)."""
+    ALLOWED: ClassVar[dict[str, str]] = {"address": "HOST:PORT (required)"}
+
 
 ConfigStore.instance().store(name="wait_for_nodes_schema", node=WaitConfig)
 
@@ -68,8 +73,8 @@ def parse(argv: list[str]) -> WaitConfig:
         raise UserError("address= is required: give the Ray head's HOST:PORT, e.g. address=10.0.0.1:6379")
     if cfg.nodes is None:
         raise UserError("nodes= is required: give how many nodes to wait for, the head included")
-    check_integers(cfg, {"nodes": (1, 1_000_000)})
-    if not (0 <= cfg.timeout and math.isfinite(cfg.timeout)):
+    check_integers(cfg, WaitConfig.RANGES)
+    if not WaitConfig.RANGES["timeout"].allows(cfg.timeout):
         raise UserError(f"timeout={cfg.timeout:g} is not allowed: give seconds >= 0")
     return cfg
 

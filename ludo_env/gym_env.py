@@ -1,11 +1,13 @@
 """`LudoEnv`: single-agent Ludo for gymnasium, registered as ``ludo_env/Ludo-v0``.
 
 Import this module (it registers the id), then ``gymnasium.make("ludo_env/Ludo-v0")`` plays classic Ludo against
-three random opponents; with other opponents::
+three random opponents; with other opponents:
 
-    from policies.envs import build_opponent
-    env = gymnasium.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
-                         opponent_factory=build_opponent, obs="egocentric", reward="sparse")
+```python
+from policies.envs import build_opponent
+env = gymnasium.make("ludo_env/Ludo-v0", variant="classic", opponents=["hybrid", "random", "random"],
+                     opponent_factory=build_opponent, obs="egocentric", reward="sparse")
+```
 
 or build it with `policies.envs.make_env` (the same keywords; it passes `build_opponent`).
 

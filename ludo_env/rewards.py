@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import yaml
@@ -71,9 +71,13 @@ class RewardConfig:
     gamma: float = 0.99
     """potential: discount in gamma * phi(s') - phi(s); match the learner's."""
 
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"kind": REWARD_KINDS}
+    """The reward kinds `__post_init__` takes, which the docs' reference lists."""
+
     def __post_init__(self):
         if self.kind not in REWARD_KINDS:
-            raise RewardConfigError(f"reward kind {self.kind!r} is not allowed: choose one of {', '.join(REWARD_KINDS)}")
+            raise RewardConfigError(f"reward kind {self.kind!r} is not allowed: choose one of "
+                                    f"{', '.join(self.CHOICES['kind'])}")
         if not 0.0 < self.gamma <= 1.0:
             raise RewardConfigError(f"reward gamma={self.gamma} is not allowed: use 0 < gamma <= 1")
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import yaml
 
@@ -239,18 +239,33 @@ class Rules:
         return tuple(self.start_squares[c] for c in self.seat_colours)
 
     # -------------------------------------------------------------- validation
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "safe_square_rule": SAFE_RULES, "stack_rule": STACK_RULES, "overshoot": OVERSHOOT_RULES, "end": END_RULES,
+        "star_capture": STAR_CAPTURE_RULES}
+    """The named rules and their choices: `_validate` refuses any other, the docs' reference lists them."""
+    ALLOWED: ClassVar[dict[str, str]] = {
+        "allowed_players": "use player counts from 2, 3, 4", "players": "one of allowed_players",
+        "tokens": f"choose 1..{MAX_TOKENS}", "track_squares": "use a multiple of 4 between 8 and 200",
+        "start_squares": "one square in 0..track_squares - 1 for each of the 4 colours, all different",
+        "track_steps": "1..track_squares (the track length)", "home_column": "choose 0..20",
+        "safe_squares": "squares in 0..track_squares - 1, none a star square",
+        "star_squares": "squares in 0..track_squares - 1, none a safe square; at least two with star_jump",
+        "enter_rolls": f"give at least one die value in 1..{DIE_FACES}",
+        "sixes_forfeit": f"use 0 (never) or a count in 2..{MAX_SIXES_FORFEIT}"}
+    """What the other checked rules take: `_validate` says the same when it refuses one."""
+
     def _validate(self) -> None:
         def bad(field_name: str, value: Any, allowed: str) -> None:
             raise RulesError(f"{field_name}={value!r} is not allowed for variant '{self.name}': {allowed}")
 
         if not self.allowed_players or any(p not in (2, 3, 4) for p in self.allowed_players):
-            bad("allowed_players", list(self.allowed_players), "use player counts from 2, 3, 4")
+            bad("allowed_players", list(self.allowed_players), self.ALLOWED["allowed_players"])
         if self.players not in self.allowed_players:
             bad("players", self.players, f"choose one of {', '.join(map(str, self.allowed_players))}")
         if not 1 <= self.tokens <= MAX_TOKENS:
-            bad("tokens", self.tokens, f"choose 1..{MAX_TOKENS}")
+            bad("tokens", self.tokens, self.ALLOWED["tokens"])
         if not 8 <= self.track_squares <= 200 or self.track_squares % MAX_PLAYERS:
-            bad("track_squares", self.track_squares, "use a multiple of 4 between 8 and 200")
+            bad("track_squares", self.track_squares, self.ALLOWED["track_squares"])
         if len(self.start_squares) != MAX_PLAYERS:
             bad("start_squares", list(self.start_squares), "give one start square for each of the 4 colours")
         if len(set(self.start_squares)) != MAX_PLAYERS:
@@ -258,29 +273,22 @@ class Rules:
         if not 1 <= self.track_steps <= self.track_squares:
             bad("track_steps", self.track_steps, f"choose 1..{self.track_squares} (the track length)")
         if not 0 <= self.home_column <= 20:
-            bad("home_column", self.home_column, "choose 0..20")
+            bad("home_column", self.home_column, self.ALLOWED["home_column"])
         for name in ("start_squares", "safe_squares", "star_squares"):
             for square in getattr(self, name):
                 if not 0 <= square < self.track_squares:
                     raise RulesError(
                         f"{name}: square {square} is off the board: squares are 0..{self.track_squares - 1}"
                     )
-        if self.safe_square_rule not in SAFE_RULES:
-            bad("safe_square_rule", self.safe_square_rule, f"choose one of {', '.join(SAFE_RULES)}")
-        if self.stack_rule not in STACK_RULES:
-            bad("stack_rule", self.stack_rule, f"choose one of {', '.join(STACK_RULES)}")
-        if self.overshoot not in OVERSHOOT_RULES:
-            bad("overshoot", self.overshoot, f"choose one of {', '.join(OVERSHOOT_RULES)}")
-        if self.end not in END_RULES:
-            bad("end", self.end, f"choose one of {', '.join(END_RULES)}")
-        if self.star_capture not in STAR_CAPTURE_RULES:
-            bad("star_capture", self.star_capture, f"choose one of {', '.join(STAR_CAPTURE_RULES)}")
+        for field_name, choices in self.CHOICES.items():
+            if getattr(self, field_name) not in choices:
+                bad(field_name, getattr(self, field_name), f"choose one of {', '.join(choices)}")
         if self.start_in_base and (
             not self.enter_rolls or any(not 1 <= r <= DIE_FACES for r in self.enter_rolls)
         ):
-            bad("enter_rolls", list(self.enter_rolls), f"give at least one die value in 1..{DIE_FACES}")
+            bad("enter_rolls", list(self.enter_rolls), self.ALLOWED["enter_rolls"])
         if not (self.sixes_forfeit == 0 or 2 <= self.sixes_forfeit <= MAX_SIXES_FORFEIT):
-            bad("sixes_forfeit", self.sixes_forfeit, f"use 0 (never) or a count in 2..{MAX_SIXES_FORFEIT}")
+            bad("sixes_forfeit", self.sixes_forfeit, self.ALLOWED["sixes_forfeit"])
         if self.overshoot == "bounce" and self.home_column < DIE_FACES - 1:
             # A bounce must stay inside the home column, or it would need track rules on the way back.
             bad("overshoot", self.overshoot, f"'bounce' needs home_column >= {DIE_FACES - 1}")
@@ -340,6 +348,8 @@ def field_docs(cls: type | None = None) -> dict[str, str]:
         body = tree.body[0].body  # type: ignore[attr-defined]
         for node, nxt in zip(body, body[1:]):
             if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+                if "ClassVar" in ast.unparse(node.annotation):  # a declaration of the class, not a field
+                    continue
                 docs[node.target.id] = str(nxt.value.value)  # type: ignore[union-attr]
     return docs
 

@@ -1,12 +1,14 @@
 """`LudoVectorEnv`: many single-agent games stepped together, the numba engine doing the batch work.
 
 ``gymnasium.make_vec("ludo_env/Ludo-v0", num_envs=256)`` (after ``import ludo_env.gym_env``) plays against three
-random opponents; with other opponents::
+random opponents; with other opponents:
 
-    import gymnasium, ludo_env.gym_env
-    from policies.envs import build_opponent
-    envs = gymnasium.make_vec("ludo_env/Ludo-v0", num_envs=256, vectorization_mode="vector_entry_point",
-                              opponents=["hybrid", "random", "random"], opponent_factory=build_opponent)
+```python
+import gymnasium, ludo_env.gym_env
+from policies.envs import build_opponent
+envs = gymnasium.make_vec("ludo_env/Ludo-v0", num_envs=256, vectorization_mode="vector_entry_point",
+                          opponents=["hybrid", "random", "random"], opponent_factory=build_opponent)
+```
 
 (or `policies.envs.make_vector_env(num_envs=256, opponents=[...])`).
 

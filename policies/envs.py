@@ -4,10 +4,12 @@
 `ludo_env.gym_env.LudoEnv` and `ludo_env.vector_env.LudoVectorEnv` take
 players, or specs plus an ``opponent_factory``. These helpers pass
 `build_opponent`, so ``opponents=["hybrid", "ckpt:runs/x"]``
-works as in any other command::
+works as in any other command:
 
-    env = make_env(variant="classic", opponents=["hybrid", "random", "random"])
-    envs = make_vector_env(num_envs=256, opponents=["hybrid", "random", "random"])
+```python
+env = make_env(variant="classic", opponents=["hybrid", "random", "random"])
+envs = make_vector_env(num_envs=256, opponents=["hybrid", "random", "random"])
+```
 
 The keywords are those of the env constructors.
 """

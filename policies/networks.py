@@ -76,7 +76,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import yaml
@@ -149,6 +149,17 @@ class NetworkConfig:
     """token_set: how opponent tokens become context: mean, max or attention (each own token attends)."""
     attention_heads: int = 4
     """token_set, attention pooling: heads; must divide token_hidden[-1]."""
+
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "kind": NETWORK_KINDS, "activation": tuple(ACTIVATIONS), "output_activation": OUTPUT_ACTIVATIONS,
+        "pooling": POOLINGS}
+    """The named fields' choices, the same tuples `__post_init__` checks (read there at call time, so a test may
+    extend one): the docs' reference lists them."""
+    ALLOWED: ClassVar[dict[str, str]] = {
+        "hidden": "a list of positive widths, at least one", "head_hidden": "a list of positive widths",
+        "token_hidden": "a list of positive widths, at least one",
+        "attention_heads": "a positive divisor of token_hidden[-1]"}
+    """What the other fields take (`_widths` and the heads' check say the same)."""
 
     def __post_init__(self):
         if self.kind not in NETWORK_KINDS:

@@ -65,16 +65,18 @@ names the class. One call of ``choose`` may take at most ``move_time_limit``
 seconds (`make_player`; default `DEFAULT_MOVE_TIME_LIMIT`, 30 s): a call
 decides a whole batch, so the limit is per call, not per game, and a slower
 call stops the run with `MoveTimeout`. What the bot prints goes to stderr, so
-a command's stdout (a results table) stays clean. For example, "move the token that is furthest behind"::
+a command's stdout (a results table) stays clean. For example, "move the token that is furthest behind":
 
-    import numpy as np
+```python
+import numpy as np
 
-    class FurthestBehind:
-        \"\"\"Move the legal token with the least progress; a token in base is furthest behind.\"\"\"
+class FurthestBehind:
+    \"\"\"Move the legal token with the least progress; a token in base is furthest behind.\"\"\"
 
-        def choose(self, view, die, mask):
-            mine = view[:, 0, :].astype(np.int64)  # row 0: the mover's own tokens, in its own frame
-            return np.where(mask == 1, mine, 1_000).argmin(axis=1)
+    def choose(self, view, die, mask):
+        mine = view[:, 0, :].astype(np.int64)  # row 0: the mover's own tokens, in its own frame
+        return np.where(mask == 1, mine, 1_000).argmin(axis=1)
+```
 
 Saved as ``mybots.py`` it plays as ``py:mybots:FurthestBehind``.
 """

@@ -124,6 +124,8 @@ from policies.players import (
 
 BOT_SEED_SALT = 0xB07_5EED_B07_5EED  # bots' streams differ from every small dice seed
 DEFAULT_CHUNK = 8_192
+PATHS = ("auto", "fast", "generic")
+"""How a tournament plays: auto (fast when every player is a built-in bot), fast or generic."""
 FAST_SLICE = 1_024
 """Games per call of the fast path's kernel within a chunk: Python sees Ctrl-C between calls, so a stop waits for
 at most one slice (built-in bots: a fraction of a second on one core); each game's dice are its own, so the games
@@ -558,8 +560,8 @@ def play_tournament(
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
         raise TournamentError(f"threads={threads!r} is not allowed: give an integer >= 0 (0: one per core)")
     threads = threads or available_cores()
-    if path not in ("auto", "fast", "generic"):
-        raise TournamentError(f"path={path!r} is not allowed: choose auto, fast or generic")
+    if path not in PATHS:
+        raise TournamentError(f"path={path!r} is not allowed: choose {', '.join(PATHS[:-1])} or {PATHS[-1]}")
     n = len(players)
     if record is not None:
         if path == "fast":

@@ -15,8 +15,11 @@ What a command takes is declared once, in `COMMANDS`: one entry per script of ``
 where its options live (`Hydra`, `HydraSubcommands`, `KeyValue`). Every ``benchmarks/*.py`` script is found by
 itself and read from the `launch.cli.OneLineParser` its ``main`` builds. Anything the generator cannot describe (a
 script without an entry, a benchmark without that parser, a ``conf/`` group the schema lacks, a ``conf/`` choice
-without a description, a key its command's text never mentions) stops the build with one line, so the reference
-cannot drift from the code. ``tests/test_docs.py`` runs the strict build.
+without a description, a key its command's text never mentions, a key with no description, a key the code checks
+whose row shows nothing allowed, a reStructuredText ``::`` block in a docstring) stops the build with one line, so
+the reference cannot drift from the code. What a key allows is read from the declarations the code checks: a
+class's ``RANGES``, ``CHOICES`` and ``ALLOWED``, a schema module's ``<GROUP>_RANGES`` and ``<GROUP>_CHOICES``.
+``tests/test_docs.py`` runs the strict build.
 """
 from __future__ import annotations
 
@@ -246,14 +249,52 @@ def code(text: str) -> str:
     return f"{fence}{text}{fence}" if text else ""
 
 
-def allowed_values(cls: type, name: str, group_ranges: dict) -> str:
+def allowed_values(cls: type, name: str, group_ranges: dict, group_choices: dict | None = None) -> str:
+    """What the code lets `name` be, from the declarations it checks: the class's ``RANGES`` and ``CHOICES`` and its
+    group's tables (`group_ranges`, `group_choices`: ``launch.training.schema.EVAL_RANGES``, a command's module-level
+    ``RANGES``), or the class's ``ALLOWED`` sentence where the bound is not a fixed one (an index into a list)."""
     ranges = {**getattr(cls, "RANGES", {}), **group_ranges}
-    choices = getattr(cls, "CHOICES", {})
+    choices = {**getattr(cls, "CHOICES", {}), **(group_choices or {})}
     if name in choices:
         return ", ".join(code(c) for c in choices[name])
     if name in ranges:
-        return ranges[name].text()
-    return ""
+        allowed = ranges[name]
+        if isinstance(allowed, tuple):  # (low, high) of `launch.cli.check_integers`
+            return f"an integer in [{allowed[0]}, {allowed[1]}]"
+        return allowed.text()
+    return getattr(cls, "ALLOWED", {}).get(name, "")
+
+
+CHECKS = (re.compile(r'\.check\(\s*f?"([\w.]+)"'), re.compile(r'check_seconds\(\s*"([\w.]+)"'),
+          re.compile(r'"([a-z_][\w.]*)=\{[^"{}]*\} is not allowed'))
+"""Hand-written checks of one key in a command's source: ``<range>.check("key", ...)``, ``check_seconds("key", ...)``
+and a ``"key={value} is not allowed..."`` message."""
+
+
+def checked_keys(*modules: str) -> set[str]:
+    """Keys whose values the source of `modules` checks by hand (`CHECKS`)."""
+    found = set()
+    for name in modules:
+        source = inspect.getsource(importlib.import_module(name))
+        for pattern in CHECKS:
+            found |= set(pattern.findall(source))
+    return found
+
+
+def check_allowed_shown(page: str, checked: set[str], script: str) -> None:
+    """Every key the command checks shows what is allowed on its page, and every key says what it is: else the
+    build stops (a check with no declaration the reference reads, or a field with no docstring)."""
+    for line in page.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")] if line.startswith("| `") else []
+        if len(cells) != 5:
+            continue
+        key = cells[0].strip("`")
+        if not cells[4]:
+            raise ReferenceError(f"{script}: key {key} has no description: give its field a docstring")
+        if key in checked and not cells[3]:
+            raise ReferenceError(f"{script}: the code checks key {key}, and its reference row shows nothing "
+                                 "allowed: declare the check in its class's RANGES, CHOICES or ALLOWED (or its "
+                                 "group's table) and check from there")
 
 
 def yaml_description(path: Path) -> str:
@@ -318,7 +359,8 @@ def first_line(text: str | None) -> str:
 
 
 # ------------------------------------------------------------------ writing the pages
-def fields_table(cls: type, values: dict[str, Any], prefix: str, group_ranges: dict | None = None) -> list[str]:
+def fields_table(cls: type, values: dict[str, Any], prefix: str, group_ranges: dict | None = None,
+                 group_choices: dict | None = None) -> list[str]:
     """One row per field of dataclass `cls`: key, type, default (the composed `values`), allowed values, meaning."""
     docs = attribute_docs(cls)
     hints = typing.get_type_hints(cls)
@@ -334,7 +376,7 @@ def fields_table(cls: type, values: dict[str, Any], prefix: str, group_ranges: d
             else code(value_text(default))
         types = " or ".join(code(t) for t in type_text(hints.get(f.name, f.type)).split(" | "))
         rows.append(f"| {code(prefix + f.name)} | {cell(types)} | "
-                    f"{cell(default_text)} | {cell(allowed_values(cls, f.name, group_ranges or {}))} | "
+                    f"{cell(default_text)} | {cell(allowed_values(cls, f.name, group_ranges or {}, group_choices))} | "
                     f"{cell(docs.get(f.name, ''))} |")
     return rows
 
@@ -395,7 +437,8 @@ def hydra_page(command: Hydra) -> str:
              and f.name not in groups]
     if plain:
         lines += ["## Top-level keys", ""]
-        top = [r for r in fields_table(schema, values, "")]
+        top = fields_table(schema, values, "", getattr(schema_module, "TOP_RANGES", None)
+                           or getattr(schema_module, "RANGES", {}))
         keep = {code(f.name) for f in plain}
         lines += top[:2] + [r for r in top[2:] if r.split(" | ")[0].lstrip("| ").strip() in keep] + [""]
     for f in dataclasses.fields(schema):
@@ -410,18 +453,20 @@ def hydra_page(command: Hydra) -> str:
             lines += [f"## `{f.name}` {{ #{f.name} }}", ""]
             if dataclasses.is_dataclass(group_type):
                 ranges = getattr(schema_module, f"{f.name.upper()}_RANGES", {})
+                choices = getattr(schema_module, f"{f.name.upper()}_CHOICES", {})
                 lines += [f"Keys (`{f.name}.<key>=value`), schema `{group_type.__qualname__}`, defaults as composed "
                           f"with `{f.name}={defaults.get(f.name)}`:", ""]
-                lines += fields_table(group_type, section_values, f"{f.name}.", ranges) + [""]
+                lines += fields_table(group_type, section_values, f"{f.name}.", ranges, choices) + [""]
             elif f.name == "variant":
                 lines += variant_keys(section_values)
             lines += [f"### Choices of `{f.name}`", ""]
             lines += choice_sections(f.name, groups[f.name], defaults.get(f.name))
         else:
             ranges = getattr(schema_module, f"{f.name.upper()}_RANGES", {})
+            choices = getattr(schema_module, f"{f.name.upper()}_CHOICES", {})
             lines += [f"## `{f.name}` {{ #{f.name} }}", "", f"Keys set one by one (`{f.name}.<key>=value`; no `conf/` group), "
                       f"schema `{group_type.__qualname__}`:", ""]
-            lines += fields_table(group_type, section_values, f"{f.name}.", ranges) + [""]
+            lines += fields_table(group_type, section_values, f"{f.name}.", ranges, choices) + [""]
     for group in command.bundles:
         lines += [f"## `{group}` {{ #{group} }}", "", f"Added with `+{group}=<choice>`: each file sets groups and keys "
                   "across the whole config (`# @package _global_`); overrides after it on the command line win.", ""]
@@ -450,7 +495,7 @@ def hydra_subcommands_page(command: HydraSubcommands) -> str:
     for word, config, schema in schemas:
         lines += [f"## `{word}` {{ #{anchor(word)} }}", "",
                   f"Keys of `conf/{config}.yaml`, typed by `{schema.__qualname__}`:", ""]
-        lines += fields_table(schema, composed(config), "") + [""]
+        lines += fields_table(schema, composed(config), "", getattr(module, "RANGES", {})) + [""]
     lines += ["## Description", "", f"The docstring of `{command.script}`:", "", "```text",
               inspect.cleandoc(module.__doc__ or ""), "```", ""]
     return "\n".join(lines)
@@ -560,9 +605,14 @@ def argparse_page(command: Argparse, title_level: str = "#") -> str:
 
 def command_page(command: Hydra | HydraSubcommands | Argparse | KeyValue, title_level: str = "#") -> str:
     if isinstance(command, Hydra):
-        return hydra_page(command)
+        page = hydra_page(command)
+        schema = command.schema.partition(":")[0]
+        check_allowed_shown(page, checked_keys(*{schema, module_of(command.script).__name__}), command.script)
+        return page
     if isinstance(command, HydraSubcommands):
-        return hydra_subcommands_page(command)
+        page = hydra_subcommands_page(command)
+        check_allowed_shown(page, checked_keys(module_of(command.script).__name__), command.script)
+        return page
     if isinstance(command, KeyValue):
         return key_value_page(command, title_level)
     return argparse_page(command, title_level)
@@ -618,6 +668,19 @@ def api_pages() -> dict[str, list[str]]:
     return pages
 
 
+def check_markdown_docstrings() -> None:
+    """mkdocstrings reads docstrings as Markdown: a reStructuredText literal block (a line ending ``::``) would show
+    its ``::`` and run its lines together, so the build stops on one and asks for a fenced block."""
+    for module in all_modules():
+        path = ROOT / Path(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.rstrip().endswith("::") and not line.lstrip().startswith("#"):
+                raise ReferenceError(f"{path.relative_to(ROOT)}:{number}: a reStructuredText literal block ('::'): "
+                                     "write it as a Markdown fenced block (```python ... ```), which the API pages "
+                                     "render")
+
+
 def api_page(slug: str, title: str, modules: list[str]) -> str:
     lines = [f"# {title}", "", "From the docstrings, by mkdocstrings: " +
              ", ".join(f"[`{m}`](#{m})" for m in modules) + ".", ""]
@@ -646,6 +709,7 @@ def reference_index() -> str:
 def reference_pages() -> dict[str, str]:
     """Path under the docs folder -> Markdown, for every generated reference page."""
     check_every_command_is_declared()
+    check_markdown_docstrings()
     pages = {"reference/index.md": reference_index()}
     for command in COMMANDS:
         pages[f"reference/commands/{command_name(command.script)}.md"] = command_page(command)

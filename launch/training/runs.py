@@ -2,21 +2,23 @@
 and the pieces every trainer's loop shares (SIGTERM save, budget, wandb, progress suffix), so no trainer
 imports the ``launch/train.py`` script.
 
-Layout of ``<run_dir>`` (the Hydra output folder)::
+Layout of ``<run_dir>`` (the Hydra output folder):
 
-    overrides.txt            the command-line overrides of the first start (a resume reuses them)
-    config.yaml              the whole config of the first start (a resume keeps its settings: `keep_run_settings`)
-    checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
-                             run_state.json (iteration, env steps, minutes, evaluations),
-                             signature.json (this user's HMAC over algorithm/: `sign_checkpoint`)
-    best/                    the best-evaluated policy so far: policy/ and selection.json (which
-                             evaluation chose it, `panel_score`); not rolled back on a resume
-    metrics.jsonl            one line per iteration
-    league.db                the league (policies.league.store): members, matches, rating history
-    league/<snapshot>/       each snapshot's weights (policies.checkpoints policy folder)
-    leaderboard.html         the dashboard (python launch/leaderboard.py league=<run_dir>)
-    summary.json             the final results
-    wandb/                   the wandb run
+```text
+overrides.txt            the command-line overrides of the first start (a resume reuses them)
+config.yaml              the whole config of the first start (a resume keeps its settings: `keep_run_settings`)
+checkpoints/iter_000010/ one checkpoint: algorithm/ (RLlib), policy/ (policies.checkpoints),
+                         run_state.json (iteration, env steps, minutes, evaluations),
+                         signature.json (this user's HMAC over algorithm/: `sign_checkpoint`)
+best/                    the best-evaluated policy so far: policy/ and selection.json (which
+                         evaluation chose it, `panel_score`); not rolled back on a resume
+metrics.jsonl            one line per iteration
+league.db                the league (policies.league.store): members, matches, rating history
+league/<snapshot>/       each snapshot's weights (policies.checkpoints policy folder)
+leaderboard.html         the dashboard (python launch/leaderboard.py league=<run_dir>)
+summary.json             the final results
+wandb/                   the wandb run
+```
 
 A checkpoint is written into a hidden temporary folder, flushed to the disk
 and renamed into place, so ``iter_*`` folders are always complete; a run

@@ -38,7 +38,7 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -52,6 +52,7 @@ from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
 from policies.league import roles
 from policies.league.league import LeagueSettings
+from policies.league.ratings import PFSP_WEIGHTINGS
 from policies.networks import NetworkConfig
 
 # conf/config.yaml's run folder: ``${first_set:${resume},outputs/train/...}`` (a resume writes into its run).
@@ -75,6 +76,9 @@ def _editable_copy(frozen: type, name: str, exclude: tuple[str, ...] = (),
     specs += [(key, kind, field(default=default)) for key, kind, default in more]
     copy = dataclasses.make_dataclass(name, specs)
     copy.__module__ = __name__
+    for declared in ("CHOICES", "ALLOWED"):  # what the frozen class checks, which the docs' reference shows
+        if hasattr(frozen, declared):
+            setattr(copy, declared, getattr(frozen, declared))
     return copy
 
 
@@ -95,6 +99,8 @@ class ObsConfig:
     name: str = "egocentric"
     """Observation encoder: a name of `ludo_env.observations.REGISTRY` (the ``obs`` row of the table above)."""
 
+    ALLOWED: ClassVar[dict[str, str]] = {"name": "an encoder of `ludo_env.observations.REGISTRY` (`check_encoder`)"}
+
 
 def league_config(settings: type) -> type:
     """The league group's schema for the role table as it is: the fields of `settings` (`LeagueSettings`, less the
@@ -112,6 +118,7 @@ def _league_config(settings: type, role_settings: tuple[roles.Setting, ...]) -> 
     copy.RANGES = {s.key: s.allowed for s in role_settings if isinstance(s.allowed, Range)}
     copy.CHOICES = {s.key: s.allowed for s in role_settings if not isinstance(s.allowed, Range)}
     copy.FIELD_DOCS = {s.key: s.doc for s in role_settings}
+    copy.ALLOWED = {key: "built-in bot names (`policies.bots.BOT_NAMES`)" for key in ("bots", "rated_bots")}
     return copy
 
 
@@ -119,6 +126,10 @@ LeagueConfig = league_config(LeagueSettings)
 """The league (conf/league): the fields of `policies.league.league.LeagueSettings`, whose docstrings say what
 each means, and the roles' settings (`policies.league.roles`); `register` makes it again for the table as it is
 then, so a role added to the table is in the schema."""
+
+
+MAX_GPUS = 64
+"""GPUs one learner may reserve: more than any node has."""
 
 
 @dataclass
@@ -138,6 +149,9 @@ class ResourcesConfig:
     more at the start, so it pays only on long runs and mostly on a GPU; off by default."""
     ray_address: str | None = None
     """Ray cluster to join (HOST:PORT or auto); None: RAY_ADDRESS or a `ray start` here, else a new one."""
+
+    ALLOWED: ClassVar[dict[str, str]] = {"gpus_per_learner": f"auto or a number in [0, {MAX_GPUS}]"}
+    """What `parse_gpus` takes; the other keys' ranges are `RESOURCES_RANGES`."""
 
 
 SAMPLERS = ("batched", "per_game")
@@ -185,6 +199,9 @@ class EvalConfig:
     """Threads playing the panel games at once (`policies.tournament`, Threads); 0: one per core. Evaluations
     run beside training, in the league's worker (``upkeep.background``), or between iterations while the
     learner waits; the results do not depend on it."""
+
+    ALLOWED: ClassVar[dict[str, str]] = {"panel": "player specs, at least one"}
+    """eval.panel's check (`check`, and the specs by launch/train.py); the numbers' ranges are `EVAL_RANGES`."""
 
 
 @dataclass
@@ -281,8 +298,7 @@ def check(cfg: TrainConfig) -> None:
     check_encoder(cfg.obs.name)
     Rules.load(dataclasses.asdict(cfg.variant))
     RewardConfig.load(dataclasses.asdict(cfg.reward))
-    for key, allowed in REWARD_RANGES.items():
-        allowed.check(f"reward.{key}", getattr(cfg.reward, key))
+    check_group("reward", cfg.reward)
     NetworkConfig.load(dataclasses.asdict(cfg.network)).check()
     if cfg.algo.name not in ALGORITHMS or not isinstance(cfg.algo, CheckedSettings):
         raise ValueError(f"algo.name={cfg.algo.name!r} is not allowed: choose {' or '.join(ALGORITHMS)}")
@@ -292,9 +308,7 @@ def check(cfg: TrainConfig) -> None:
                          f"algo={cfg.algo.name}: drop init")
     check_league(cfg)
     check_resources(cfg.resources)
-    if cfg.sampler.name not in SAMPLERS:
-        raise ValueError(f"sampler.name={cfg.sampler.name!r} is not allowed: choose {' or '.join(SAMPLERS)}")
-    Range(1, MAX_SAMPLER_GAMES).check("sampler.games", cfg.sampler.games)
+    check_group("sampler", cfg.sampler)
     check_budget(cfg.budget)
     if (cfg.reward.kind == "potential" and isinstance(cfg.algo, RLlibSettings)
             and cfg.reward.gamma != cfg.algo.gamma):
@@ -306,16 +320,13 @@ def check(cfg: TrainConfig) -> None:
         if end is not None and not (cfg.budget.env_steps or getattr(cfg.algo, "schedule_env_steps", None)):
             raise ValueError(f"algo.{key}={end!r} needs budget.env_steps (or algo.schedule_env_steps), where its "
                              f"schedule ends: set one, or algo.{key}=null")
-    for key, allowed in EVAL_RANGES.items():
-        allowed.check(f"eval.{key}", getattr(cfg.eval, key))
+    check_group("eval", cfg.eval)
     if not cfg.eval.panel:  # every evaluation, the best policy's score and the league's panels are over it
         raise ValueError("eval.panel=[] is not allowed: give at least one opponent, e.g. eval.panel=[random]")
-    AT_LEAST_ONE.check("checkpoint.every", cfg.checkpoint.every)
-    AT_LEAST_ONE.check("checkpoint.keep", cfg.checkpoint.keep)
-    if cfg.wandb.mode not in ("offline", "online", "disabled"):
-        raise ValueError(f"wandb.mode={cfg.wandb.mode!r} is not allowed: choose offline, online or disabled")
-    NON_NEGATIVE.check("seed", cfg.seed)
-    Range(1, MAX_PLIES).check("max_plies", cfg.max_plies)
+    check_group("checkpoint", cfg.checkpoint)
+    check_group("wandb", cfg.wandb)
+    for key, allowed in TOP_RANGES.items():
+        allowed.check(key, getattr(cfg, key))
     check_integers(cfg)  # what no range above bounds: every other integer within 64 bits, seeds >= 0
 
 
@@ -332,17 +343,36 @@ EVAL_RANGES = {"every": NON_NEGATIVE, "games": Range(1, MAX_GAMES), "final_games
                "seed": NON_NEGATIVE, "threads": Range(0, 256)}
 """eval.<key>: its allowed values (eval.panel, player specs, is checked by launch/train.py before Ray starts)."""
 
+SAMPLER_RANGES = {"games": Range(1, 65536)}
+"""sampler.<key>: games one EnvRunner may hold, at most about 2 GB of engine rows, records and observations at the
+largest encoder."""
+SAMPLER_CHOICES = {"name": SAMPLERS}
+CHECKPOINT_RANGES = {"every": AT_LEAST_ONE, "keep": AT_LEAST_ONE}
+WANDB_CHOICES = {"mode": ("offline", "online", "disabled")}
+TOP_RANGES = {"seed": NON_NEGATIVE, "max_plies": Range(1, MAX_PLIES)}
+"""The top-level keys' allowed values."""
+
+
+def check_group(group: str, settings: Any) -> None:
+    """The group's declared ``<GROUP>_RANGES`` and ``<GROUP>_CHOICES`` (this module's tables, which the docs'
+    reference shows beside each key): ValueError of one line naming the first key that is not allowed."""
+    for key, allowed in globals().get(f"{group.upper()}_RANGES", {}).items():
+        allowed.check(f"{group}.{key}", getattr(settings, key))
+    for key, choices in globals().get(f"{group.upper()}_CHOICES", {}).items():
+        value = getattr(settings, key)
+        if value not in choices:
+            raise ValueError(f"{group}.{key}={value!r} is not allowed: choose {', '.join(choices[:-1])} or "
+                             f"{choices[-1]}")
+
 
 def check_league(cfg: TrainConfig) -> None:
     from policies.bots import BOT_NAMES
-    from policies.league.ratings import PFSP_WEIGHTINGS
 
     league = cfg.league
     for bot in league.bots:
         if bot not in BOT_NAMES:
             raise ValueError(f"league.bots: unknown bot {bot!r}: choose from {', '.join(BOT_NAMES)}")
-    for key in ("main_weight", "snapshot_weight", "bot_weight", "external_weight"):
-        Range(0, LARGEST).check(f"league.{key}", getattr(league, key))  # NaN would pass the test below
+    check_group("league", league)  # first: NaN weights would pass the test below
     # external_weight counts only when there are externals: the matchmaker leaves out the share of an empty group
     if not league.main_weight + league.snapshot_weight + league.bot_weight:
         if not league.external_weight:
@@ -358,16 +388,6 @@ def check_league(cfg: TrainConfig) -> None:
     for bot in league.rated_bots:
         if bot not in BOT_NAMES:
             raise ValueError(f"league.rated_bots: unknown bot {bot!r}: choose from {', '.join(BOT_NAMES)}")
-    if league.pfsp not in PFSP_WEIGHTINGS:
-        raise ValueError(f"league.pfsp={league.pfsp!r} is not allowed: choose {', '.join(PFSP_WEIGHTINGS)}")
-    if league.snapshot_win_rate is not None and not 0 < league.snapshot_win_rate <= 1:
-        raise ValueError(f"league.snapshot_win_rate={league.snapshot_win_rate!r} is not allowed: "
-                         "give a share in (0, 1] or null")
-    _at_least("league.snapshot_every", league.snapshot_every, 1)
-    Range(0, MAX_SNAPSHOTS).check("league.max_snapshots", league.max_snapshots)
-    _at_least("league.pfsp_rounds", league.pfsp_rounds, 1)
-    _at_least("league.lineups", league.lineups, 1)
-    _at_least("league.games_per_lineup", league.games_per_lineup, 1)
     members = 1 + len(set(league.rated_bots) | set(league.bots)) + len(league.external)
     if members < cfg.variant.players:
         raise ValueError(f"the league has {members} members without snapshots, fewer than the "
@@ -378,6 +398,13 @@ def check_league(cfg: TrainConfig) -> None:
 MAX_SNAPSHOTS = 256
 """Snapshot slots: each is an RLModule built with the algorithm, on the learner and every EnvRunner, so a count in
 the millions would fill the machine's memory before training starts."""
+LEAGUE_RANGES = {**{key: Range(0, LARGEST) for key in ("main_weight", "snapshot_weight", "bot_weight",
+                                                        "external_weight")},
+                 "snapshot_win_rate": Range(0, 1, low_open=True, null_ok=True), "snapshot_every": AT_LEAST_ONE,
+                 "max_snapshots": Range(0, MAX_SNAPSHOTS), "pfsp_rounds": AT_LEAST_ONE, "lineups": AT_LEAST_ONE,
+                 "games_per_lineup": AT_LEAST_ONE}
+"""league.<key>: its allowed values (the roles' own settings carry theirs: `policies.league.roles`)."""
+LEAGUE_CHOICES = {"pfsp": tuple(PFSP_WEIGHTINGS)}
 
 
 def check_roles(cfg: TrainConfig) -> None:
@@ -409,41 +436,34 @@ def check_roles(cfg: TrainConfig) -> None:
 
 
 def check_resources(res: ResourcesConfig) -> None:
-    _at_least("resources.env_runners", res.env_runners, 0)
-    _at_least("resources.envs_per_runner", res.envs_per_runner, 1)
-    Range(0, MAX_CPUS).check("resources.cpus_per_env_runner", res.cpus_per_env_runner)
-    _at_least("resources.learners", res.learners, 0)
+    check_group("resources", res)
     parse_gpus(res.gpus_per_learner)
 
 
 def check_budget(budget: BudgetConfig) -> None:
-    for key in ("env_steps", "iterations"):
-        _at_least(f"budget.{key}", getattr(budget, key), 0)
-    Range(0, MAX_MINUTES).check("budget.minutes", budget.minutes)
+    check_group("budget", budget)
     if not (budget.minutes or budget.env_steps or budget.iterations):
         raise ValueError("the budget is unlimited: set budget.minutes, budget.env_steps or budget.iterations")
 
 
 MAX_CPUS = 1024
 """CPUs one EnvRunner may reserve: more than any node has."""
-MAX_GPUS = 64
-"""GPUs one learner may reserve: more than any node has."""
 MAX_MINUTES = 10 * 365 * 24 * 60
 """Ten years: a longer budget.minutes is a typo; 0 is no limit."""
 
-MAX_SAMPLER_GAMES = 65536
-"""Games one EnvRunner may hold: about 2 GB of engine rows, records and observations at the largest encoder."""
-
-
-def _at_least(key: str, value: float, low: float) -> None:
-    Range(low).check(key, value)
+RESOURCES_RANGES = {"env_runners": NON_NEGATIVE, "envs_per_runner": AT_LEAST_ONE,
+                    "cpus_per_env_runner": Range(0, MAX_CPUS), "learners": NON_NEGATIVE}
+"""resources.<key>: its allowed values (gpus_per_learner: `parse_gpus`)."""
+BUDGET_RANGES = {"minutes": Range(0, MAX_MINUTES), "env_steps": NON_NEGATIVE, "iterations": NON_NEGATIVE}
+"""budget.<key>: its allowed values; one of them must be > 0."""
 
 
 def parse_gpus(value: str) -> float | None:
     """``gpus_per_learner``: None for auto, else the number (>= 0)."""
     if str(value).strip().lower() == "auto":
         return None
-    refused = f"resources.gpus_per_learner={value!r} is not allowed: give auto or a number in [0, {MAX_GPUS}]"
+    refused = (f"resources.gpus_per_learner={value!r} is not allowed: give "
+               f"{ResourcesConfig.ALLOWED['gpus_per_learner']}")
     try:
         gpus = float(value)
     except ValueError:

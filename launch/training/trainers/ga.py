@@ -20,20 +20,22 @@ reproduce them. `launch.training.loop` runs these steps (and saves the populatio
 Ctrl-C or SIGTERM); this module supplies the GA's parts. The GA itself
 (operators, fitness, seeds) is specified in `policies.evolution`.
 
-Run folder (``cfg.run_dir``)::
+Run folder (``cfg.run_dir``):
 
-    overrides.txt   the first start's overrides (a resume reuses them)
-    policy/         the fittest chromosome measured so far over the run (seed 001 §3.6: "the best
-                    chromosome for the entire evolution"), a ga_ann policy folder, replaced atomically
-                    in the generation a fitter one is measured, and at the end by the selection's
-                    winner: ckpt:<run> plays it
-    population.npz  the population of the next generation to evaluate, the GA's random state, the fitness
-                    history and the best chromosome (`policies.evolution.GAState`), every
-                    algo.population_every generations, at the end and on Ctrl-C or SIGTERM
-    metrics.jsonl   one row per generation ("iteration" is the generation)
-    fitness.png     mean and max fitness per generation
-    summary.json    the final evaluation and the reproduce commands
-    wandb/          the same rows (offline unless told otherwise)
+```text
+overrides.txt   the first start's overrides (a resume reuses them)
+policy/         the fittest chromosome measured so far over the run (seed 001 §3.6: "the best
+                chromosome for the entire evolution"), a ga_ann policy folder, replaced atomically
+                in the generation a fitter one is measured, and at the end by the selection's
+                winner: ckpt:<run> plays it
+population.npz  the population of the next generation to evaluate, the GA's random state, the fitness
+                history and the best chromosome (`policies.evolution.GAState`), every
+                algo.population_every generations, at the end and on Ctrl-C or SIGTERM
+metrics.jsonl   one row per generation ("iteration" is the generation)
+fitness.png     mean and max fitness per generation
+summary.json    the final evaluation and the reproduce commands
+wandb/          the same rows (offline unless told otherwise)
+```
 
 The fittest-so-far chromosome's fitness is the highest of many noisy
 250-game samples, so it overstates its strength (the luckiest sample can be

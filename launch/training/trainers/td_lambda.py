@@ -18,17 +18,19 @@ final evaluation (``eval.final_games``) of the saved policy and a summary with
 the commands that reproduce it. `launch.training.loop` runs these steps; this module
 supplies the TD(λ) parts.
 
-Run folder (``cfg.run_dir``, `launch.training.runs`)::
+Run folder (``cfg.run_dir``, `launch.training.runs`):
 
-    overrides.txt             the first start's overrides (a resume reuses them)
-    checkpoints/iter_000010/  policy/ (a td_value policy folder: ckpt:<run> plays the newest greedily,
-                              search:<run> searches on it), learner.json (the exploration generator's
-                              state, games started), run_state.json (iteration, env steps, minutes,
-                              evaluations, wandb id)
-    best/                     the best-evaluated value (policy/, selection.json; `launch.training.loop.keep_best`)
-    metrics.jsonl             one row per iteration
-    summary.json              the final evaluations (last and best) and the reproduce commands
-    wandb/                    the same rows (offline unless told otherwise)
+```text
+overrides.txt             the first start's overrides (a resume reuses them)
+checkpoints/iter_000010/  policy/ (a td_value policy folder: ckpt:<run> plays the newest greedily,
+                          search:<run> searches on it), learner.json (the exploration generator's
+                          state, games started), run_state.json (iteration, env steps, minutes,
+                          evaluations, wandb id)
+best/                     the best-evaluated value (policy/, selection.json; `launch.training.loop.keep_best`)
+metrics.jsonl             one row per iteration
+summary.json              the final evaluations (last and best) and the reproduce commands
+wandb/                    the same rows (offline unless told otherwise)
+```
 
 Resume: checkpoints hold no eligibility traces and no games in flight (their
 traces would be the size of the games times the parameters); a resumed run
