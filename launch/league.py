@@ -62,11 +62,6 @@ spec in the database is one (it sits the round out with a warning), since a
 database is data and never names code to import. A ``py:`` bot joins a training
 run's league from train.py's command line (``league.external``).
 
-A ``py:`` bot is code: ``add`` refuses it, and ``play`` seats no member whose
-spec in the database is one (it sits the round out with a warning), since a
-database is data and never names code to import. A ``py:`` bot joins a training
-run's league from train.py's command line (``league.external``).
-
 The ``human:`` prefix is reserved for people: ``add`` refuses a ``name=``
 that starts with it, so no agent can take a person's games.
 
