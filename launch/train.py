@@ -43,7 +43,7 @@ from launch.training.schema import TrainConfig, check
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError
 from policies.league.league import normalized_external
-from policies.players import PlayerSpecError, make_player
+from policies.players import PlayerSpecError, make_player, stored_spec
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(dict_cfg: DictConfig) -> None:
@@ -92,14 +92,31 @@ def check_players(cfg: TrainConfig) -> None:
                 raise UserError(f"{key}: {one_line(err)}") from None
 
 
-def preflight(argv: list[str]) -> None:
-    """`checked_config` of the command line before Hydra makes the run folder: a refused run leaves none."""
+def preflight(argv: list[str], typed: list[str]) -> None:
+    """`checked_config` of the command line before Hydra makes the run folder: a refused run leaves none. `typed`:
+    the command line as the user gave it, before a resume merged in the run's own overrides."""
     overrides = [a for a in argv if not a.lstrip("+~").startswith("run_dir=")]
     dict_cfg = compose("config", [*overrides, "run_dir=unchecked"])
     if dict_cfg.resume:
         keep_run_settings(dict_cfg, RunDir(dict_cfg.resume).saved_config(), overrides,
                           typed_today(dict_cfg.resume, overrides))
+        check_no_code_from_the_run(dict_cfg, typed)
     checked_config(dict_cfg)
+
+
+def check_no_code_from_the_run(dict_cfg: DictConfig, typed: list[str]) -> None:
+    """On a resume, every ``py:`` spec comes from today's command line: one the run folder supplies (its
+    ``overrides.txt`` or ``config.yaml``, which are files, so data) is `UserError` of one line before anything
+    imports it, unless the user typed that very spec again."""
+    today = " ".join(typed)
+    for key in ("eval.panel", "league.external"):
+        for spec in OmegaConf.select(dict_cfg, key) or ():
+            if isinstance(spec, str) and spec.strip() in today:
+                continue
+            try:
+                stored_spec(spec, f"resume={dict_cfg.resume}: {key} from the run folder")
+            except PlayerSpecError as err:
+                raise UserError(f"{err}; to play it, give {key} again on this command line") from None
 
 
 def resume_argv(argv: list[str]) -> list[str]:
@@ -159,7 +176,7 @@ if __name__ == "__main__":
             composed = compose("config", argv, return_hydra_config=True)
             check_hydra_outputs(composed)
             check_run_folder(composed)
-            preflight(argv)  # every check that needs no Ray, before a run folder exists
+            preflight(argv, sys.argv[1:])  # every check that needs no Ray, before a run folder exists
         sys.argv = sys.argv[:1] + argv
         main()
     except UserError as err:

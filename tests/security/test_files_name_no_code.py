@@ -87,3 +87,16 @@ def test_a_stored_spec_is_played_as_the_command_line_gave_it():
     assert stored_spec(SPEC, "league member x", given=[SPEC]) == SPEC
     for data in ("random", "ckpt:/runs/happy:py", "champion:quick", "search:/a/b?depth=2"):
         assert stored_spec(data, "league member x") == data
+
+
+def test_a_resume_refuses_a_py_bot_its_run_folder_names_and_imports_nothing(tmp_path, marker_module):
+    # a run folder is files, so data: its overrides.txt cannot bring a py: bot into a resumed run's league
+    folder, marker = marker_module
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "overrides.txt").write_text(f"+exp=smoke\nleague.external=[{SPEC}]\n")
+    done = run_command("launch/train.py", f"resume={run}", timeout=180,
+                       env={"PYTHONPATH": f"{folder}:{Path(__file__).resolve().parents[2]}"})
+    line = one_error_line(done)
+    assert "league.external from the run folder" in line and "is a py: bot, which is code" in line, line
+    assert not marker.exists(), "a resume imported a module its run folder named"
