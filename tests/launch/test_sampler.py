@@ -164,6 +164,11 @@ class _League:
     def members(self, active_only=False, kinds=None):
         return self._members
 
+    def spec_of(self, member):
+        from policies.players import stored_spec
+
+        return stored_spec(member.spec, f"league member {member.name}")
+
 
 @pytest.mark.parametrize("players, spec, message", [
     (2, "TINY", "was trained for 4-player classic, this game is 2-player classic"),
