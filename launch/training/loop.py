@@ -36,6 +36,7 @@ A trainer supplies only what is its own: its state on disk (``open``,
 from __future__ import annotations
 
 import abc
+import shlex
 import shutil
 import sys
 import time
@@ -64,7 +65,7 @@ from launch.training.runs import (
 from ludo_env.rules import Rules
 from policies.league.evaluation import evaluate_command, evaluate_panel
 from policies.league.store import LeagueWriteFailed
-from policies.players import PlayerError, make_player
+from policies.players import PlayerError, make_player, names_code
 
 if TYPE_CHECKING:
     from launch.training.schema import TrainConfig
@@ -213,7 +214,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
                 trainer.close()
                 raise
             if trainer.resumable:
-                print(f"resume with: python launch/train.py resume={run_dir.path}", flush=True)
+                print(f"resume with: {resume_command(trainer)}", flush=True)
             else:
                 print(f"saved: {saved}", flush=True)
             logger.finish()
@@ -253,8 +254,7 @@ def save(trainer: Trainer, state: RunState, write: Callable[[RunState], Path] | 
     except OSError as err:
         newest = trainer.run.checkpoint_dirs()
         kept = f"the newest complete one is {newest[-1]}" if newest else "the run has no complete one"
-        resume = f" (resume with: python launch/train.py resume={trainer.run.path})" if newest and \
-            trainer.resumable else ""
+        resume = f" (resume with: {resume_command(trainer)})" if newest and trainer.resumable else ""
         raise SaveFailed(f"{trainer.saves} at {trainer.unit} {state.iteration} could not be written "
                          f"({err.strerror or one_line(err)}{': ' + str(err.filename) if err.filename else ''}); "
                          f"{kept}{resume}") from None
@@ -268,6 +268,17 @@ def saved_when_stopping(trainer: Trainer, state: RunState) -> Path | SaveFailed:
         return failed
 
 
+def resume_command(trainer: Trainer) -> str:
+    """The command that resumes `trainer`'s run. A resume takes a ``py:`` bot only from its own command line (the
+    run folder is files, so data: `launch.train.check_no_code_from_the_run`), so the lists that name one are given
+    again."""
+    cfg = trainer.cfg
+    given = [f"{key}=[{','.join(specs)}]" for key, specs in (("eval.panel", cfg.eval.panel),
+                                                             ("league.external", cfg.league.external))
+             if any(names_code(spec) for spec in specs)]
+    return " ".join(["python launch/train.py", f"resume={trainer.run.path}", *map(shlex.quote, given)])
+
+
 def stopped_after(err: UserError | LeagueWriteFailed, trainer: Trainer, state: RunState,
                   saved: Path | SaveFailed | None) -> str:
     """The one line of a run stopped mid-way by `err`: what failed, what was saved, how to go on."""
@@ -277,7 +288,7 @@ def stopped_after(err: UserError | LeagueWriteFailed, trainer: Trainer, state: R
         return f"{err}; the run stopped at {trainer.unit} {state.iteration}, and {saved}"
     line = f"{err}; the run stopped at {trainer.unit} {state.iteration} after saving {saved}"
     if trainer.resumable:
-        line += f" (resume with: python launch/train.py resume={trainer.run.path})"
+        line += f" (resume with: {resume_command(trainer)})"
     return line
 
 

@@ -7,6 +7,7 @@ The league tests play real rounds in the fast evaluator; the training tests run 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -112,7 +113,8 @@ def test_an_external_that_raises_at_a_training_seat_is_dropped_everywhere_and_tr
             store.get_meta(f"dropped:{BOT}"))["iteration"]]
         assert later_rounds and all(member.id not in m.seats for r in later_rounds for m in store.matches(r))
 
-    resumed = train(run_dir, f"resume={run_dir}", "budget.iterations=4", env=env)
+    # a resume takes a py: bot only from its own command line
+    resumed = train(run_dir, f"resume={run_dir}", f"league.external=[{BOT}]", "budget.iterations=4", env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"note: league member {BOT} stays out of the league: dropped at iteration" in resumed.stderr
     assert warnings_of(resumed.stderr) == []
@@ -142,6 +144,6 @@ def test_a_panel_bot_that_raises_ends_the_run_in_one_line_after_a_checkpoint(tmp
     last = done.stderr.strip().splitlines()[-1]
     assert last == (f"error: eval.panel: RaisesLater.choose raised ZeroDivisionError: a bug at call 1; the run "
                     f"stopped at iteration 2 after saving {run_dir / 'checkpoints' / 'iter_000002'} (resume with: "
-                    f"python launch/train.py resume={run_dir})"), done.stderr[-3000:]
+                    f"python launch/train.py resume={run_dir} {shlex.quote(f'eval.panel=[random,{BOT}]')})"), done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert (run_dir / "checkpoints" / "iter_000002" / "policy" / "weights.pt").is_file()

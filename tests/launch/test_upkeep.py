@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,8 @@ from tests.launch.configs import kill_training_when, metrics, script_env
 ROOT = Path(__file__).resolve().parents[2]
 BOT = "py:tests.launch.upkeep_bot:Marks"
 ARGS = ("+exp=smoke", "wandb.mode=disabled", f"league.external=[{BOT}]", "league.rated_bots=[random]")
+GIVEN_AGAIN = f"league.external=[{BOT}]"
+"""What a resume of such a run is given again: it takes a py: bot only from its own command line."""
 ROUND_GAMES = 2 * 8  # +exp=smoke: line-ups x games per line-up (all finish)
 
 
@@ -149,7 +152,7 @@ def test_three_failures_in_a_row_stop_the_run_after_a_checkpoint_in_one_line(tmp
         "error: the league's panel evaluation and rating round failed 3 times in a row (the last, of iteration 3: ")
     checkpoint = run / "checkpoints" / "iter_000004"
     assert lines[2].endswith(f"the run stopped at iteration 4 after saving {checkpoint} "
-                             f"(resume with: python launch/train.py resume={run})"), lines[2]
+                             f"(resume with: python launch/train.py resume={run} {shlex.quote(GIVEN_AGAIN)})"), lines[2]
     verify_checkpoint(checkpoint)
     assert RunDir(run).read_state(checkpoint).iteration == 4
     assert rounds_complete(run) == []  # every round died with its worker: none is half recorded
@@ -170,7 +173,7 @@ def test_a_run_killed_in_the_middle_of_a_background_round_resumes_with_every_rou
     resumed = RunDir(run).read_state(newest).iteration
 
     env.delenv("UPKEEP_BOT_SLEEP")
-    done = train(run, f"resume={run}")
+    done = train(run, f"resume={run}", GIVEN_AGAIN)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resumed from {newest.name}" in done.stdout
     rounds = rounds_complete(run)
@@ -229,7 +232,7 @@ def test_a_run_killed_while_a_checkpoint_is_written_in_the_background_resumes_fr
         verify_checkpoint(checkpoint)
 
     last = RunDir(run).read_state(complete[-1]).iteration + 2
-    done = train(run, f"resume={run}", f"budget.iterations={last}")
+    done = train(run, f"resume={run}", GIVEN_AGAIN, f"budget.iterations={last}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resumed from {complete[-1].name}" in done.stdout
     assert not list(checkpoints.glob(".tmp-*"))
@@ -279,7 +282,7 @@ def test_a_full_disk_while_checkpoints_are_written_leaves_the_previous_one_usabl
     assert error.startswith("error: the checkpoint failed 3 times in a row (the last, of iteration "), error
     assert "No space left on device" in error and "could not be written" in error, error
     assert error.endswith(f"the newest complete one is {mount / 'run' / 'checkpoints' / newest} "
-                          f"(resume with: python launch/train.py resume={mount / 'run'})"), error
+                          f"(resume with: python launch/train.py resume={mount / 'run'} {shlex.quote(GIVEN_AGAIN)})"), error
     assert not list((run / "checkpoints").glob(".tmp-*")), "a failed checkpoint left its folder behind"
 
     # The checkpoint before the full disk is whole: signed, and a resume starts from it.
