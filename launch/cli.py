@@ -140,8 +140,13 @@ def option_error(err: BaseException, overrides: list[str], schema: type, command
     in the words of `unknown_option` and `bad_value`; anything else as `one_line` says it."""
     import typing
 
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ConfigTypeError, OmegaConfBaseException, \
-        ValidationError
+    from omegaconf.errors import (
+        ConfigAttributeError,
+        ConfigKeyError,
+        ConfigTypeError,
+        OmegaConfBaseException,
+        ValidationError,
+    )
 
     cause = err
     while cause is not None and not isinstance(cause, OmegaConfBaseException):

@@ -45,6 +45,7 @@ from policies.checkpoints import PolicyFileError
 from policies.league.league import normalized_external
 from policies.players import PlayerSpecError, make_player, stored_spec
 
+
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(dict_cfg: DictConfig) -> None:
     try:

@@ -582,7 +582,7 @@ def argparse_page(command: Argparse, title_level: str = "#") -> str:
     module = module_of(command.script)
     lines = [f"{title_level} {command_name(command.script)} {{ #{anchor(command_name(command.script))} }}", "",
              first_line(module.__doc__), "",
-             f"Options are flags, parsed by `launch.cli.OneLineParser` (one line and exit 2 on a bad one).", "",
+             "Options are flags, parsed by `launch.cli.OneLineParser` (one line and exit 2 on a bad one).", "",
              "| argument | default | what it is |", "| --- | --- | --- |"]
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):

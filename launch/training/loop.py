@@ -39,25 +39,26 @@ import abc
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 
-from launch.training import build
 from launch.cli import UserError, one_line
+from launch.training import build
 from launch.training.runs import (
     SCORE_BY,
     SELECTION,
     SUMMARY,
     RunDir,
     RunState,
+    StopSignals,
     WandbLogger,
     budget_spent,
     eval_suffix,
     panel_score,
-    StopSignals,
     stopped_status,
     write_json,
 )

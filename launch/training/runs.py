@@ -73,15 +73,23 @@ import os
 import secrets
 import shutil
 import signal
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
 from launch.cli import CONF_DIR, UserError, read_jsonl, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
-from policies.files import FileRefused, copy_regular, open_regular, read_regular, regular_files, sha256_regular
+from policies.files import (
+    FileRefused,
+    copy_regular,
+    open_regular,
+    read_regular,
+    regular_files,
+    sha256_regular,
+)
 from policies.json_data import read_json
 
 if TYPE_CHECKING:
@@ -991,7 +999,7 @@ class StopSignals:
     handler is installed at that moment, and `raise_pending` at a step's end raises a signal that has not stopped
     the loop by then. The previous handlers and wakeup fd come back on leaving."""
 
-    def __enter__(self) -> "StopSignals":
+    def __enter__(self) -> StopSignals:
         self._read, self._write = os.pipe()
         for fd in (self._read, self._write):
             os.set_blocking(fd, False)  # the interpreter writes the wakeup fd from its signal handler

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from launch.cli import UserError, one_line
 

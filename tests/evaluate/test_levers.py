@@ -14,8 +14,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.levers import (LEVERS, SHIPPED_REFERENCES, check_equal_steps, lever_milestone, lever_run, parse,
-                               shipped_reference, train_lever, verdict)
+from benchmarks.levers import (
+    LEVERS,
+    SHIPPED_REFERENCES,
+    check_equal_steps,
+    lever_milestone,
+    lever_run,
+    parse,
+    shipped_reference,
+    train_lever,
+    verdict,
+)
 from launch.cli import UserError
 from launch.training.runs import RUN_STATE, RunState, trained_env_steps
 from tests.league.tiny_policy import write_tiny_policy

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import ray
 
-from launch.training import build
 from launch.cli import UserError, compose
+from launch.training import build
 from tests.launch.configs import train_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,15 @@ from pathlib import Path
 import pytest
 
 from launch.cli import UserError
-from launch.training.runs import KEY_ENV, SIGNATURE, CheckpointNotTrusted, RunDir, checkpoint_key, sign_checkpoint, \
-    verify_checkpoint
+from launch.training.runs import (
+    KEY_ENV,
+    SIGNATURE,
+    CheckpointNotTrusted,
+    RunDir,
+    checkpoint_key,
+    sign_checkpoint,
+    verify_checkpoint,
+)
 from policies.league.league import member_policy_folder
 from policies.league.store import LeagueStore
 from tests.launch.configs import metrics, script_env, train_config

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from launch.training import build
 from launch.cli import UserError, compose
+from launch.training import build
 from launch.wait_for_nodes import alive, wait
 from tests.launch.configs import train_config
 

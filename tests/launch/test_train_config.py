@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import ray
 
-from launch.training import build
 from launch.cli import UserError, compose
-from launch.training.runs import RunDir, RunState, keep_run_settings, merge_overrides
+from launch.training import build
 from launch.training.algorithms import dqn, rllib_names
+from launch.training.runs import RunDir, RunState, keep_run_settings, merge_overrides
 from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
 from policies.modules import module_spec
