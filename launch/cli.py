@@ -259,8 +259,8 @@ def options_help(doc: str | None, config: str, schema: type) -> str:
     source = Path(inspect.getsourcefile(schema) or "").resolve()  # the script's path, also when run as __main__
     where = source.relative_to(CONF_DIR.parent) if CONF_DIR.parent in source.parents else source.name
     lines = [textwrap.dedent(doc or "").strip(), "",
-             f"Options: Hydra key=value overrides of conf/{config}.yaml, typed by {schema.__qualname__} "
-             f"({where}):"]
+             (f"Options: Hydra key=value overrides of conf/{config}.yaml, typed by {schema.__qualname__} "
+              f"({where}):")]
     for f in dataclasses.fields(schema):
         shown = f"{choices[f.name]} (a file of conf/{f.name}/; {f.name}.<field>=value sets one field)" \
             if f.name in choices else yaml_text(values.get(f.name))

@@ -263,8 +263,8 @@ def standings(store) -> str:
     matches = store.matches()
     scores = field_scores((m.seats, m.places) for m in matches)
     order = ranked(store.members(), {member_id: games for member_id, (_, _, games) in scores.items()})
-    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'role':<16} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  "
-             f"{'vs 3 random':<11}  ahead of field (games)"]
+    lines = [(f"{'#':>3}  {'member':<32} {'kind':<9} {'role':<16} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  "
+              f"{'vs 3 random':<11}  ahead of field (games)")]
     for m, rank in order:
         random_record = (m.panel or {}).get("random")
         vs_random = f"{100 * random_record['win_rate']:.1f}%" if random_record else "-"

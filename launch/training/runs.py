@@ -952,8 +952,8 @@ def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[st
     the settings given back, those added since (today's default: the run never had them) and those gone.
     """
     if saved is None:
-        return ["note: this run was started before runs saved their config.yaml: it resumes with today's defaults "
-                "(saved now, so later resumes keep them)"]
+        return [("note: this run was started before runs saved their config.yaml: it resumes with today's defaults "
+                 "(saved now, so later resumes keep them)")]
     def key(override: str) -> str:
         return override.partition("=")[0].lstrip("+~").partition("@")[0]
 

@@ -37,7 +37,8 @@ ARGS = ("+exp=smoke", "budget.iterations=2", "eval.every=0", "eval.final_games=0
 
 def train(key: Path, *args: str, timeout: int = 400) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "launch/train.py", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**script_env(), KEY_ENV: str(key)}, stdin=subprocess.DEVNULL)
+                          timeout=timeout, env={**script_env(), KEY_ENV: str(key)}, stdin=subprocess.DEVNULL,
+                          check=False)
 
 
 def one_line(done: subprocess.CompletedProcess, *fragments: str) -> str:
