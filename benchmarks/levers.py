@@ -251,7 +251,7 @@ def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
     segments = [(0.0, ())] + sorted(lever.later)
     log = args.out / "logs" / f"{run.name}.log"
     trained = False
-    for k, (share, overrides) in enumerate(segments):
+    for k in range(len(segments)):
         end = steps if k + 1 == len(segments) else int(segments[k + 1][0] * steps)
         reached = steps_of(f"ckpt:{run}") if run.is_dir() else None
         if reached is not None and reached >= end:

@@ -85,7 +85,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
 from hydra.core.config_store import ConfigStore  # noqa: E402

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
 from hydra.core.config_store import ConfigStore  # noqa: E402
@@ -113,7 +113,7 @@ def main(argv: list[str]) -> None:
         time.sleep(POLL_S)
     try:
         ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
-    except Exception as err:  # a head that answers but refuses us, e.g. another auth token
+    except Exception as err:  # noqa: BLE001  a head that answers but refuses us, e.g. another auth token
         raise UserError(f"cannot join the Ray cluster at {args.address}: {one_line(err)}") from None
     try:
         have = wait(lambda: alive(ray.nodes()), args.nodes, max(0.0, deadline - time.monotonic()))

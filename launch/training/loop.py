@@ -155,7 +155,7 @@ class Trainer(abc.ABC):
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
         """The summary's lines and ``summary.json``'s fields, the final evaluation's aside."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  an optional hook: a trainer that holds nothing keeps this one
         """Release what `start` took (Ray); called once, after a stop or after the summary."""
 
 
@@ -219,7 +219,7 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
                 print(f"saved: {saved}", flush=True)
             logger.finish()
             trainer.close()
-            raise SystemExit(stopped_status(stop))  # saved; the status still says the run was stopped, not done
+            raise SystemExit(stopped_status(stop)) from None  # saved; the status still says the run was stopped, not done
     if saved_at != state.iteration or saved is None:
         saved = save(trainer, state)
 

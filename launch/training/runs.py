@@ -210,7 +210,7 @@ class RunDir:
             except UserError:
                 self.forget_verified()
                 raise
-            except Exception as err:  # any unreadable part: fall back to the one before
+            except Exception as err:  # noqa: BLE001  any unreadable part: fall back to the one before
                 self.forget_verified()
                 problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
                 continue
@@ -253,7 +253,7 @@ class RunDir:
             return None
         try:
             config = OmegaConf.to_container(OmegaConf.create(_run_text(file)))
-        except Exception as err:  # yaml's scanner and parser errors, OmegaConf's own, an unreadable file
+        except Exception as err:  # noqa: BLE001  yaml's scanner and parser errors, OmegaConf's own, an unreadable file
             raise UserError(f"resume={self.path}: '{file}' is not the run's YAML config ({_yaml_problem(err)}): "
                             f"restore it, or delete it to resume with today's defaults") from None
         if not isinstance(config, dict):
@@ -309,7 +309,7 @@ class RunDir:
                 try:
                     with open(file, "rb") as f:
                         state = pickle.load(f)
-                except Exception as err:  # any way a pickle fails: truncated, garbage, a class that is gone
+                except Exception as err:  # noqa: BLE001  any way a pickle fails: truncated, garbage, a class that is gone
                     raise ValueError(f"{ALGORITHM_DIR}/{file.relative_to(copy)} does not load: "
                                      f"{type(err).__name__}: {str(err)[:80]}") from None
                 if not isinstance(state, dict):  # every state file RLlib writes holds a dict

@@ -286,7 +286,7 @@ def test_pettingzoo_env_with_no_arguments_plays_the_standard_loop():
     env.reset(seed=4)
     rng = np.random.default_rng(4)
     moves = 0
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         observation, reward, termination, truncation, info = env.last()
         if termination or truncation:
             action = None

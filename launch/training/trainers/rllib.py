@@ -627,7 +627,7 @@ class ExploiterTraining:
                 continue
             weights = algo.learner_group.get_weights([module_id])[module_id]
             member, evicted = league.add_snapshot(state.iteration, state.env_steps,
-                                                  lambda folder: evaluator.write_weights(weights, folder),
+                                                  lambda folder, weights=weights: evaluator.write_weights(weights, folder),
                                                   learner=module_id)
             push_weights(algo, snapshot_id(member.slot), weights)
             pool.fill(member.slot, state.iteration)
