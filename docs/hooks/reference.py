@@ -464,12 +464,14 @@ def hydra_page(command: Hydra) -> str:
         else:
             ranges = getattr(schema_module, f"{f.name.upper()}_RANGES", {})
             choices = getattr(schema_module, f"{f.name.upper()}_CHOICES", {})
-            lines += [f"## `{f.name}` {{ #{f.name} }}", "", (f"Keys set one by one (`{f.name}.<key>=value`; no `conf/` group), "
-                      f"schema `{group_type.__qualname__}`:"), ""]
+            lines += [f"## `{f.name}` {{ #{f.name} }}", "",
+                      (f"Keys set one by one (`{f.name}.<key>=value`; no `conf/` group), "
+                       f"schema `{group_type.__qualname__}`:"), ""]
             lines += fields_table(group_type, section_values, f"{f.name}.", ranges, choices) + [""]
     for group in command.bundles:
-        lines += [f"## `{group}` {{ #{group} }}", "", (f"Added with `+{group}=<choice>`: each file sets groups and keys "
-                  "across the whole config (`# @package _global_`); overrides after it on the command line win."), ""]
+        lines += [f"## `{group}` {{ #{group} }}", "",
+                  (f"Added with `+{group}=<choice>`: each file sets groups and keys across the whole config "
+                   "(`# @package _global_`); overrides after it on the command line win."), ""]
         lines += choice_sections(group, groups[group], None, heading="###")
     if name == "train":
         lines += hydra_launcher_sections()
@@ -483,10 +485,11 @@ def hydra_subcommands_page(command: HydraSubcommands) -> str:
     name = command_name(command.script)
     schemas = [(word, config, load_object(schema)) for word, config, schema in command.subcommands]
     lines = [f"# {name}", "", f"`python {command.script} <sub-command> ... key=value ...`: {first_line(module.__doc__)}",
-             "", ("The first word is the sub-command. Each takes Hydra overrides of its own `conf/<config>.yaml`, typed "
-             "by its schema: a key it does not take (another sub-command's too), a wrong type or value stops the "
-             "command with one line before it starts. Generated from the schemas and the `conf/` files at build "
-             "time."), "", "| sub-command | config | schema | keys |", "| --- | --- | --- | --- |"]
+             "",
+             ("The first word is the sub-command. Each takes Hydra overrides of its own `conf/<config>.yaml`, "
+              "typed by its schema: a key it does not take (another sub-command's too), a wrong type or value stops "
+              "the command with one line before it starts. Generated from the schemas and the `conf/` files at "
+              "build time."), "", "| sub-command | config | schema | keys |", "| --- | --- | --- | --- |"]
     for word, config, schema in schemas:
         keys = ", ".join(code(f.name) for f in dataclasses.fields(schema))
         lines.append(f"| [`{word}`](#{anchor(word)}) | `conf/{config}.yaml` | "
@@ -512,9 +515,9 @@ def variant_keys(values: dict[str, Any]) -> list[str]:
 def algo_sections(command: Hydra, choices: list[str], default: str | None) -> list[str]:
     from launch.training.algorithms import REGISTRY
 
-    lines = ["## `algo` { #algo }", "", ("Each algorithm's settings class types `algo.<key>=value` "
-             "(`launch.training.algorithms`); the table under each choice gives its keys with the defaults that "
-             "choice composes to."), ""]
+    lines = ["## `algo` { #algo }", "",
+             ("Each algorithm's settings class types `algo.<key>=value` (`launch.training.algorithms`); the table "
+              "under each choice gives its keys with the defaults that choice composes to."), ""]
     for choice in choices:
         values = composed(command.config, (f"algo={choice}",))["algo"]
         settings = REGISTRY[values["name"]].settings
@@ -525,8 +528,9 @@ def algo_sections(command: Hydra, choices: list[str], default: str | None) -> li
 
 
 def hydra_launcher_sections() -> list[str]:
-    lines = ["## Hydra's own groups", "", ("Groups of Hydra itself, under `conf/hydra/` (used with `-m` sweeps; "
-             "any field is `hydra.<group path>.<field>=`):"), ""]
+    lines = ["## Hydra's own groups", "",
+             ("Groups of Hydra itself, under `conf/hydra/` (used with `-m` sweeps; any field is "
+              "`hydra.<group path>.<field>=`):"), ""]
     for group, choices in hydra_groups().items():
         lines += [f"### `{group}` {{ #{anchor(group)} }}", ""]
         lines += choice_sections(group, choices, None)
@@ -619,9 +623,10 @@ def command_page(command: Hydra | HydraSubcommands | Argparse | KeyValue, title_
 
 
 def benchmarks_page() -> str:
-    lines = ["# Benchmarks", "", ("Every script in `benchmarks/`, with its options as its parser has them. The "
-             "benchmarks measure speed and strength; the results pages give what they printed and when. Generated "
-             "at build time."), "", "| script | options |", "| --- | --- |"]
+    lines = ["# Benchmarks", "",
+             ("Every script in `benchmarks/`, with its options as its parser has them. The benchmarks measure speed "
+              "and strength; the results pages give what they printed and when. Generated at build time."),
+             "", "| script | options |", "| --- | --- |"]
     benches = benchmark_commands()
     for bench in benches:
         lines.append(f"| [`{bench.script}`](#{anchor(command_name(bench.script))}) | flags |")

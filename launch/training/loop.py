@@ -219,7 +219,8 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
                 print(f"saved: {saved}", flush=True)
             logger.finish()
             trainer.close()
-            raise SystemExit(stopped_status(stop)) from None  # saved; the status still says the run was stopped, not done
+            # saved; the status still says the run was stopped, not done
+            raise SystemExit(stopped_status(stop)) from None
     if saved_at != state.iteration or saved is None:
         saved = save(trainer, state)
 

@@ -309,7 +309,7 @@ class RunDir:
                 try:
                     with open(file, "rb") as f:
                         state = pickle.load(f)
-                except Exception as err:  # noqa: BLE001  any way a pickle fails: truncated, garbage, a class that is gone
+                except Exception as err:  # noqa: BLE001  any way a pickle fails: truncated, garbage, a class gone
                     raise ValueError(f"{ALGORITHM_DIR}/{file.relative_to(copy)} does not load: "
                                      f"{type(err).__name__}: {str(err)[:80]}") from None
                 if not isinstance(state, dict):  # every state file RLlib writes holds a dict

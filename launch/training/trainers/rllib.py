@@ -626,9 +626,9 @@ class ExploiterTraining:
             if reason is None:
                 continue
             weights = algo.learner_group.get_weights([module_id])[module_id]
-            member, evicted = league.add_snapshot(state.iteration, state.env_steps,
-                                                  lambda folder, weights=weights: evaluator.write_weights(weights, folder),
-                                                  learner=module_id)
+            member, evicted = league.add_snapshot(
+                state.iteration, state.env_steps,
+                lambda folder, weights=weights: evaluator.write_weights(weights, folder), learner=module_id)
             push_weights(algo, snapshot_id(member.slot), weights)
             pool.fill(member.slot, state.iteration)
             # The draw depends only on the run's seed, the exploiter and the iteration: a resume redraws the same.
