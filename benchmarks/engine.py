@@ -102,7 +102,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.core})
     try:
-        import ludopy  # noqa: F401
+        import ludopy  # noqa: F401  (only whether it is installed)
     except ImportError:
         sys.exit("ludopy is not installed: run pip install -e '.[bench]'")
 

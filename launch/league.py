@@ -88,9 +88,9 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
-from hydra.core.config_store import ConfigStore  # noqa: E402
+from hydra.core.config_store import ConfigStore  # noqa: E402  (after the version check above)
 
-from launch.cli import (  # noqa: E402
+from launch.cli import (  # noqa: E402  (after the version check above)
     INT64_MAX,
     MAX_GAMES,
     RAY_DEPRECATIONS,

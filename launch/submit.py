@@ -105,7 +105,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
-from launch.cli import UserError, emit, fail, one_line  # noqa: E402
+from launch.cli import UserError, emit, fail, one_line  # noqa: E402  (after the version check above)
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 SUBCOMMANDS = ("status", "logs", "stop")

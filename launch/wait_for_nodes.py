@@ -30,9 +30,9 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
-from hydra.core.config_store import ConfigStore  # noqa: E402
+from hydra.core.config_store import ConfigStore  # noqa: E402  (after the version check above)
 
-from launch.cli import (  # noqa: E402
+from launch.cli import (  # noqa: E402  (after the version check above)
     UserError,
     catch_interrupts,
     check_integers,
@@ -44,7 +44,7 @@ from launch.cli import (  # noqa: E402
     options_help,
     stop_interrupted,
 )
-from policies.ranges import Range  # noqa: E402
+from policies.ranges import Range  # noqa: E402  (after the version check above)
 
 POLL_S = 2.0
 
