@@ -16,6 +16,7 @@ from ludo_env.rules import Rules
 from policies.bots import BOT_NAMES
 from policies.tournament import play_tournament
 
+
 def main(argv: list[str]) -> None:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=positive(int), default=10000, help="games per row (per tournament)")

@@ -36,11 +36,11 @@ import tracemalloc
 
 os.environ["NUMBA_NUM_THREADS"] = "1"
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from launch.cli import OneLineParser, catch_interrupts, positive, stop_interrupted  # noqa: E402
-from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random, step_batch  # noqa: E402
-from ludo_env.rules import Rules  # noqa: E402
+from launch.cli import OneLineParser, catch_interrupts, positive, stop_interrupted
+from ludo_env.engine import compile_rules, legal_masks, new_batch, play_random, step_batch
+from ludo_env.rules import Rules
 
 
 def time_ours(variant: str, batch: int, seed: int, specialised: bool = False) -> tuple[float, float]:
@@ -102,7 +102,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.core})
     try:
-        import ludopy  # noqa: F401
+        import ludopy  # noqa: F401  (only whether it is installed)
     except ImportError:
         sys.exit("ludopy is not installed: run pip install -e '.[bench]'")
 

@@ -43,11 +43,11 @@ from pathlib import Path
 
 os.environ["NUMBA_NUM_THREADS"] = "1"
 
-from launch.cli import OneLineParser, fail, input_errors, positive  # noqa: E402
-from ludo_env.engine import compile_rules, new_batch, play_random  # noqa: E402
-from ludo_env.rules import Rules  # noqa: E402
-from policies.champions import SHIPPED_POLICIES  # noqa: E402
-from policies.tournament import available_cores, play_tournament  # noqa: E402
+from launch.cli import OneLineParser, fail, input_errors, positive
+from ludo_env.engine import compile_rules, new_batch, play_random
+from ludo_env.rules import Rules
+from policies.champions import SHIPPED_POLICIES
+from policies.tournament import available_cores, play_tournament
 
 PLAYERS = ["hybrid", "random", "random", "random"]
 TARGET_GAMES_PER_S = 10_000

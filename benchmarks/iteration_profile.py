@@ -50,7 +50,7 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 if __package__ in (None, ""):  # `python benchmarks/iteration_profile.py` puts benchmarks/, not the project, on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from launch.cli import OneLineParser, UserError, fail, positive  # noqa: E402
+from launch.cli import OneLineParser, UserError, fail, positive
 
 RLLIB = "ray.rllib"
 DRIVER_PARTS: dict[str, tuple[str, ...]] = {

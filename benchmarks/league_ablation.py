@@ -68,7 +68,7 @@ def train(out: Path, arm: str, overrides: list[str], seed: int, args) -> Path:
                     "budget.minutes=0", f"hydra.run.dir={run}", *overrides]
     print(f"train {run.name}: {' '.join(command[1:])}", flush=True)
     with open(out / f"{run.name}.log", "a") as log:
-        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, check=False)
     if done.returncode != 0 or not (run / SUMMARY).is_file():
         raise UserError(f"training {run.name} stopped with status {done.returncode}: see {out / run.name}.log")
     return run
@@ -100,7 +100,7 @@ def exploitability(label: str, main: str, out: Path, args) -> dict[str, Any] | N
         if (folder / "best_response").exists():  # a killed measurement starts over
             shutil.rmtree(folder)
         with open(out / f"exploitability_{label}.log", "w") as log:
-            done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+            done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, check=False)
         if done.returncode != 0 or not report.is_file():
             raise UserError(f"exploitability of {label} stopped with status {done.returncode}: "
                             f"see {out / f'exploitability_{label}.log'}")

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from launch.cli import OneLineParser, UserError, fail, read_jsonl
 
-
 X_AXES = {"minutes": "training minutes", "env_steps": "env steps (millions)"}
 
 

@@ -58,15 +58,22 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/levers.py` puts benchmarks/, not the project, on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scaling import (EXPERIMENT, PLAYERS, env_steps, keep_checkpoint_policy, only_driver,  # noqa: E402
-                                read_results, steps_label, steps_text)
-from launch.cli import (OneLineParser, UserError, benchmark_rules, fail, input_errors, positive,  # noqa: E402
-                        write_text)
-from launch.training.runs import RunDir, train_to_env_steps, trained_env_steps  # noqa: E402
-from policies.champions import CHAMPION_PREFIX, SHIPPED_POLICIES, champion_folder  # noqa: E402
-from policies.checkpoints import PolicyFileError  # noqa: E402
-from policies.league.evaluation import CROSS_PLAY, STRENGTH_PANEL, measure_strength, win_record  # noqa: E402
-from policies.tournament import paired_difference  # noqa: E402
+from benchmarks.scaling import (
+    EXPERIMENT,
+    PLAYERS,
+    env_steps,
+    keep_checkpoint_policy,
+    only_driver,
+    read_results,
+    steps_label,
+    steps_text,
+)
+from launch.cli import OneLineParser, UserError, benchmark_rules, fail, input_errors, positive, write_text
+from launch.training.runs import RunDir, train_to_env_steps, trained_env_steps
+from policies.champions import CHAMPION_PREFIX, SHIPPED_POLICIES, champion_folder
+from policies.checkpoints import PolicyFileError
+from policies.league.evaluation import CROSS_PLAY, STRENGTH_PANEL, measure_strength, win_record
+from policies.tournament import paired_difference
 
 SHIPPED_REFERENCES: dict[str, str] = {
     "classic": "default_classic_8M",
@@ -244,7 +251,7 @@ def train_lever(name: str, lever: Lever, steps: int, args) -> Path:
     segments = [(0.0, ())] + sorted(lever.later)
     log = args.out / "logs" / f"{run.name}.log"
     trained = False
-    for k, (share, overrides) in enumerate(segments):
+    for k in range(len(segments)):
         end = steps if k + 1 == len(segments) else int(segments[k + 1][0] * steps)
         reached = steps_of(f"ckpt:{run}") if run.is_dir() else None
         if reached is not None and reached >= end:

@@ -23,6 +23,7 @@ from launch.cli import MAX_GAMES, OneLineParser, benchmark_rules, check_integers
 from policies.league.evaluation import player_command, variant_label
 from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
+
 def main(argv: list[str]) -> None:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("variant", help="rule set (conf/variant, or a YAML path)")

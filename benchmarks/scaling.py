@@ -41,12 +41,21 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from launch.cli import INTERRUPTED, OneLineParser, UserError, benchmark_rules, fail, input_errors, positive, \
-    write_text
+from launch.cli import (
+    INTERRUPTED,
+    OneLineParser,
+    UserError,
+    benchmark_rules,
+    fail,
+    input_errors,
+    positive,
+    write_text,
+)
 from launch.training.runs import RUN_STATE, RunDir, train_to_env_steps, trained_so_far
 from policies.checkpoints import POLICY_DIR
 from policies.league.evaluation import CROSS_PLAY, STRENGTH_PANEL, measure_strength, win_record

@@ -33,12 +33,12 @@ import time
 
 os.environ["NUMBA_NUM_THREADS"] = "1"
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from launch.cli import OneLineParser, fail, input_errors, positive  # noqa: E402
-from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch  # noqa: E402
-from ludo_env.rules import Rules  # noqa: E402
-from policies.players import make_player  # noqa: E402
+from launch.cli import OneLineParser, fail, input_errors, positive
+from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch
+from ludo_env.rules import Rules
+from policies.players import make_player
 
 TARGET_DEPTH2_MS = 20.0
 

@@ -34,7 +34,6 @@ from policies.saved import SAVED_MODULE_KINDS
 from policies.tournament import first_entry_wins, paired_difference, wilson_interval
 
 
-
 def snapshot_folders(run: Path) -> list[Path]:
     """The policy folders of a run's snapshots, oldest first (by iteration)."""
     db = run / DB_NAME

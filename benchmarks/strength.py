@@ -25,6 +25,7 @@ from policies.league.evaluation import player_command, variant_label
 from policies.players import make_player
 from policies.tournament import play_tournament
 
+
 def main(argv: list[str]) -> None:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("variant", help="rule set (conf/variant, or a YAML path)")

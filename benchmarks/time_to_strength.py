@@ -70,10 +70,10 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/time_to_strength.py` puts benchmarks/, not the project, on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scaling import keep_checkpoint_policy, only_driver  # noqa: E402
-from launch.cli import INTERRUPTED, OneLineParser, UserError, fail, positive, write_text  # noqa: E402
-from launch.training.runs import RUN_STATE, RunDir  # noqa: E402
-from launch.training.runs import _stopped_with_parent as stopped_with_parent  # noqa: E402
+from benchmarks.scaling import keep_checkpoint_policy, only_driver
+from launch.cli import INTERRUPTED, OneLineParser, UserError, fail, positive, write_text
+from launch.training.runs import RUN_STATE, RunDir
+from launch.training.runs import _stopped_with_parent as stopped_with_parent
 
 ROOT = Path(__file__).resolve().parents[1]
 

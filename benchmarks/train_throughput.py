@@ -428,7 +428,7 @@ def end_to_end(args, overrides: list[str]) -> None:
                                f"+exp={experiment}", END_TO_END_SIDES[side], f"budget.minutes={args.minutes}",
                                "eval.final_games=0", *overrides, f"hydra.run.dir={run_dir}"]
                     log(args, f"{algo} {side} run {r + 1}/{args.repeats}: {' '.join(command[4:])}")
-                    done = subprocess.run(command, capture_output=True, text=True)
+                    done = subprocess.run(command, capture_output=True, text=True, check=False)
                     if done.returncode != 0:
                         fail(UserError(f"the {algo} {side} run failed (exit {done.returncode}): "
                                        f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}"))

@@ -48,7 +48,7 @@ def compose(config_name: str, overrides: list[str], return_hydra_config: bool = 
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             return hydra_compose(config_name, overrides=overrides, return_hydra_config=return_hydra_config)
-    except Exception as err:  # any composition failure is a problem with the user's input
+    except Exception as err:  # noqa: BLE001  any composition failure is a problem with the user's input
         raise UserError(one_line(err)) from None
 
 
@@ -81,7 +81,7 @@ def compose_options(config: str, argv: list[str], schema: type, command: str, al
             cfg = hydra_compose(config, overrides=[arg for arg in overrides if arg not in plain])
         for override in OverridesParser.create().parse_overrides(plain):
             OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
-    except Exception as err:  # any composition failure is a problem with the user's input
+    except Exception as err:  # noqa: BLE001  any composition failure is a problem with the user's input
         raise UserError(option_error(err, overrides, schema, command, also)) from None
     for key in OmegaConf.to_container(cfg, resolve=False):  # +key=value: Hydra adds a key without a check
         if key not in fields:
@@ -89,7 +89,7 @@ def compose_options(config: str, argv: list[str], schema: type, command: str, al
             raise UserError(unknown_option(given, key, command, fields, also))
     try:
         return OmegaConf.to_object(cfg)
-    except Exception as err:  # an interpolation that does not resolve, a key deleted with ~key
+    except Exception as err:  # noqa: BLE001  an interpolation that does not resolve, a key deleted with ~key
         raise UserError(one_line(err)) from None
 
 
@@ -140,8 +140,13 @@ def option_error(err: BaseException, overrides: list[str], schema: type, command
     in the words of `unknown_option` and `bad_value`; anything else as `one_line` says it."""
     import typing
 
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ConfigTypeError, OmegaConfBaseException, \
-        ValidationError
+    from omegaconf.errors import (
+        ConfigAttributeError,
+        ConfigKeyError,
+        ConfigTypeError,
+        OmegaConfBaseException,
+        ValidationError,
+    )
 
     cause = err
     while cause is not None and not isinstance(cause, OmegaConfBaseException):
@@ -254,8 +259,8 @@ def options_help(doc: str | None, config: str, schema: type) -> str:
     source = Path(inspect.getsourcefile(schema) or "").resolve()  # the script's path, also when run as __main__
     where = source.relative_to(CONF_DIR.parent) if CONF_DIR.parent in source.parents else source.name
     lines = [textwrap.dedent(doc or "").strip(), "",
-             f"Options: Hydra key=value overrides of conf/{config}.yaml, typed by {schema.__qualname__} "
-             f"({where}):"]
+             (f"Options: Hydra key=value overrides of conf/{config}.yaml, typed by {schema.__qualname__} "
+              f"({where}):")]
     for f in dataclasses.fields(schema):
         shown = f"{choices[f.name]} (a file of conf/{f.name}/; {f.name}.<field>=value sets one field)" \
             if f.name in choices else yaml_text(values.get(f.name))
@@ -406,7 +411,7 @@ def check_hydra_outputs(cfg, file_keys: tuple[str, ...] = ()) -> None:
 
     try:
         run_dir = cfg.hydra.run.dir
-    except Exception as err:  # an interpolation that does not resolve
+    except Exception as err:  # noqa: BLE001  an interpolation that does not resolve
         raise UserError(f"hydra.run.dir: {one_line(err)}") from None
     check_output(run_dir, "hydra.run.dir", folder=True)
     for key in file_keys:

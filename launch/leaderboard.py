@@ -168,7 +168,7 @@ def handler(board: Board) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 body = board.render(REFRESH_SECONDS).encode("utf-8")
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:  # noqa: BLE001  (any render failure: see below)
                 # the database can vanish or stay locked mid-run: say so in the log and keep serving
                 self.log_error("render failed: %s", (str(err) or type(err).__name__).splitlines()[0])
                 self.send_error(HTTPStatus.INTERNAL_SERVER_ERROR, "the leaderboard could not be rendered")

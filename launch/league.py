@@ -85,12 +85,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
-from hydra.core.config_store import ConfigStore  # noqa: E402
+from hydra.core.config_store import ConfigStore  # noqa: E402  (after the version check above)
 
-from launch.cli import (  # noqa: E402
+from launch.cli import (  # noqa: E402  (after the version check above)
     INT64_MAX,
     MAX_GAMES,
     RAY_DEPRECATIONS,
@@ -263,8 +263,8 @@ def standings(store) -> str:
     matches = store.matches()
     scores = field_scores((m.seats, m.places) for m in matches)
     order = ranked(store.members(), {member_id: games for member_id, (_, _, games) in scores.items()})
-    lines = [f"{'#':>3}  {'member':<32} {'kind':<9} {'role':<16} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  "
-             f"{'vs 3 random':<11}  ahead of field (games)"]
+    lines = [(f"{'#':>3}  {'member':<32} {'kind':<9} {'role':<16} {'mu':>6} {'sigma':>6}  {'mu, 95%':<13}  "
+              f"{'vs 3 random':<11}  ahead of field (games)")]
     for m, rank in order:
         random_record = (m.panel or {}).get("random")
         vs_random = f"{100 * random_record['win_rate']:.1f}%" if random_record else "-"

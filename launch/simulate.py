@@ -37,7 +37,6 @@ from launch.cli import (
     INT64_MAX,
     MAX_GAMES,
     MAX_PLIES,
-    UserError,
     catch_interrupts,
     check_integers,
     check_variant_overrides,

@@ -102,10 +102,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
-from launch.cli import UserError, emit, fail, one_line  # noqa: E402
+from launch.cli import UserError, emit, fail, one_line  # noqa: E402  (after the version check above)
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 SUBCOMMANDS = ("status", "logs", "stop")
@@ -256,7 +256,7 @@ def validate(overrides: list[str]) -> None:
     cfg = compose("config", [*overrides, "run_dir=/submitted"])
     try:
         check(OmegaConf.to_object(cfg))
-    except Exception as err:  # a value the schema or the checks refuse
+    except Exception as err:  # noqa: BLE001  a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
 
 

@@ -45,6 +45,7 @@ from policies.checkpoints import PolicyFileError
 from policies.league.league import normalized_external
 from policies.players import PlayerSpecError, make_player, stored_spec
 
+
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(dict_cfg: DictConfig) -> None:
     try:
@@ -71,7 +72,7 @@ def checked_config(dict_cfg: DictConfig) -> TrainConfig:
         cfg: TrainConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         check(cfg)
         build.check_resources(cfg)  # what Ray could never grant here would make it wait forever
-    except Exception as err:  # a value the schema or the checks refuse
+    except Exception as err:  # noqa: BLE001  a value the schema or the checks refuse
         raise UserError(one_line(err)) from None
     check_players(cfg)
     check_inputs = getattr(algorithm(cfg.algo.name).trainer_module(), "check", None)  # a trainer's checks of its own inputs

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-import launch  # noqa: F401  (first: it refuses a Python other than 3.11 in one line)
+import launch  # noqa: E402, F401  (first after the script's sys.path: it refuses a Python other than 3.11)
 
 # isort: split
-from hydra.core.config_store import ConfigStore  # noqa: E402
+from hydra.core.config_store import ConfigStore  # noqa: E402  (after the version check above)
 
-from launch.cli import (  # noqa: E402
+from launch.cli import (  # noqa: E402  (after the version check above)
     UserError,
     catch_interrupts,
     check_integers,
@@ -44,7 +44,7 @@ from launch.cli import (  # noqa: E402
     options_help,
     stop_interrupted,
 )
-from policies.ranges import Range  # noqa: E402
+from policies.ranges import Range  # noqa: E402  (after the version check above)
 
 POLL_S = 2.0
 
@@ -113,7 +113,7 @@ def main(argv: list[str]) -> None:
         time.sleep(POLL_S)
     try:
         ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
-    except Exception as err:  # a head that answers but refuses us, e.g. another auth token
+    except Exception as err:  # noqa: BLE001  a head that answers but refuses us, e.g. another auth token
         raise UserError(f"cannot join the Ray cluster at {args.address}: {one_line(err)}") from None
     try:
         have = wait(lambda: alive(ray.nodes()), args.nodes, max(0.0, deadline - time.monotonic()))

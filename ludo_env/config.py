@@ -39,7 +39,7 @@ class EnvConfig:
     """Seed of the episode seeds; None draws one from the OS."""
 
     @classmethod
-    def from_mapping(cls, values: dict | None) -> "EnvConfig":
+    def from_mapping(cls, values: dict | None) -> EnvConfig:
         values = dict(values or {})
         known = {f.name for f in fields(cls)}
         # RLlib adds its own keys (worker_index, num_workers, vector_index, remote) to env configs.

@@ -92,8 +92,8 @@ from __future__ import annotations
 import functools
 import re
 from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -82,7 +82,7 @@ class RewardConfig:
             raise RewardConfigError(f"reward gamma={self.gamma} is not allowed: use 0 < gamma <= 1")
 
     @classmethod
-    def from_mapping(cls, values: dict[str, Any] | None = None, **overrides) -> "RewardConfig":
+    def from_mapping(cls, values: dict[str, Any] | None = None, **overrides) -> RewardConfig:
         merged = {**(values or {}), **overrides}
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(merged) - known)
@@ -91,7 +91,7 @@ class RewardConfig:
         return cls(**merged)
 
     @classmethod
-    def load(cls, spec: "str | dict[str, Any] | RewardConfig") -> "RewardConfig":
+    def load(cls, spec: str | dict[str, Any] | RewardConfig) -> RewardConfig:
         """A config from a preset name (``conf/reward/<name>.yaml``), a mapping of fields, or itself."""
         if isinstance(spec, RewardConfig):
             return spec

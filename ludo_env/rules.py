@@ -73,9 +73,10 @@ The kernels cite these numbers where they implement them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import yaml
 
@@ -166,7 +167,7 @@ class Rules:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, variant: str | Path | Mapping[str, Any] = "classic", **overrides: Any) -> "Rules":
+    def load(cls, variant: str | Path | Mapping[str, Any] = "classic", **overrides: Any) -> Rules:
         """Rules from a variant name in conf/variant, a YAML path, or a mapping, plus overrides."""
         if isinstance(variant, Mapping):
             data = dict(variant)
@@ -196,7 +197,7 @@ class Rules:
         return cls(**data)
 
     @classmethod
-    def named(cls, name: Any, **overrides: Any) -> "Rules":
+    def named(cls, name: Any, **overrides: Any) -> Rules:
         """Rules of a variant *name* from conf/variant, plus overrides: what a file or a request names is data,
         never a path, so anything but one of `available_variants` is refused (unlike `load`, which also reads the
         YAML file a user gives on the command line)."""
@@ -207,14 +208,14 @@ class Rules:
         return cls.load(name, **overrides)
 
     @classmethod
-    def recorded(cls, variant: Any, **overrides: Any) -> "Rules":
+    def recorded(cls, variant: Any, **overrides: Any) -> Rules:
         """Rules a saved file records: its rule fields (a mapping, what training saves in ``policy.json``), or a
         variant name (older files), never a path (`named`)."""
         if isinstance(variant, Mapping):
             return cls.load(variant, **overrides)
         return cls.named(variant, **overrides)
 
-    def replace(self, **changes: Any) -> "Rules":
+    def replace(self, **changes: Any) -> Rules:
         """A validated copy with some fields changed."""
         return Rules.load(dataclasses.asdict(self), **changes)
 

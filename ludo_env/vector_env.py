@@ -29,7 +29,8 @@ episode and the ones after, from its own seed. ``info`` always holds per-game ``
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv

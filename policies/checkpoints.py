@@ -198,7 +198,7 @@ def load_weights(folder: Path) -> dict[str, Any]:
     except pickle.UnpicklingError as err:
         raise PolicyFileError(f"'{file}' holds more than tensors, refused (weights are read with weights_only, "
                               f"which runs no code: {_weights_only_reason(err)})") from None
-    except Exception as err:  # a damaged archive member, a bad record
+    except Exception as err:  # noqa: BLE001  a damaged archive member, a bad record
         raise PolicyFileError(f"'{file}' is damaged: not a torch weights file ({type(err).__name__}: "
                               f"{_first_sentence(err)})") from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)

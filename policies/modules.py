@@ -553,12 +553,12 @@ def load_policy(path: str | Path):
             module = module_spec(kind, observation_space(obs), ACTION_SPACE, model_config).build()
     except PolicyFileError:
         raise
-    except Exception as err:  # an encoder or network this version does not know
+    except Exception as err:  # noqa: BLE001  an encoder or network this version does not know
         raise PolicyFileError(f"'{folder}': cannot rebuild the module: {' '.join(str(err).split())}") from None
     state = load_weights(folder)
     try:
         missing, unexpected = module.load_state_dict(state, strict=False)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001  shape mismatches and anything else torch raises on a damaged weights file
         raise PolicyFileError(f"'{folder / WEIGHTS}' is damaged: {' '.join(str(err).split())[:200]}") from None
     if missing:
         raise PolicyFileError(f"'{folder / WEIGHTS}' lacks {len(missing)} tensors of the module, e.g. {missing[0]}")

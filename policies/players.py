@@ -90,8 +90,9 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -321,7 +322,7 @@ def call_with_time_limit(fn: Any, seconds: float | None, who: str) -> Any:
     def run() -> None:
         try:
             outcome["value"] = fn()
-        except BaseException as err:  # handed to the caller, who decides what it means
+        except BaseException as err:  # noqa: BLE001  handed to the caller, who decides what it means
             outcome["error"] = err
 
     worker = threading.Thread(target=run, name=f"move of {who}", daemon=True)

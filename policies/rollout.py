@@ -44,7 +44,8 @@ best of them is one step of policy iteration.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

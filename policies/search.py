@@ -182,7 +182,7 @@ class _AfterLevel:
 
     leaf: np.ndarray  # (N,) index into the leaf table, -1 where expanded into `chance`
     expanded: np.ndarray  # (M,) rows of this level expanded as chance nodes
-    chance: "_ChanceLevel | None"
+    chance: _ChanceLevel | None
 
 
 @dataclass
@@ -191,7 +191,7 @@ class _ChanceLevel:
 
     leaf: np.ndarray  # (M, 6) index into the leaf table, -1 for decisions
     decision: np.ndarray  # (M, 6) index into `decisions`, -1 for leaves
-    decisions: "_DecisionLevel"
+    decisions: _DecisionLevel
 
 
 @dataclass

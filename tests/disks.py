@@ -9,6 +9,6 @@ def can_mount_a_small_disk() -> bool:
     try:
         return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
                                "mount -t tmpfs -o size=1m tmpfs /mnt"], capture_output=True,
-                              timeout=30).returncode == 0
+                              timeout=30, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False

@@ -50,7 +50,7 @@ def mid_game_positions(players: int = 4, games: int = 48, plies: int = 40, seed:
     """`(states, tab, masks)`: classic positions after `plies` random moves (`random_walk`), only those waiting on a
     decision."""
     _, tab, walk = random_walk("classic", players, seed, games, plies + 1)
-    for ply, states, _, legal in walk:
+    for ply, states, _, legal in walk:  # noqa: B007  states and legal are read after the break
         if ply == plies:  # stop before the walk plays on
             break
     waiting = legal.any(axis=1)

@@ -415,10 +415,10 @@ def hydra_page(command: Hydra) -> str:
     schema_module = sys.modules[schema.__module__]
     hints = typing.get_type_hints(schema)
     lines = [f"# {name}", "", f"`python {command.script} key=value ...`: {first_line(module.__doc__)}", "",
-             f"Options are Hydra overrides of `conf/{command.config}.yaml`, typed by "
-             f"`{schema.__module__}.{schema.__qualname__}`: a wrong key, type or value stops the command with one "
-             "line before it starts. Groups pick a file of `conf/<group>/` (`group=choice`); any key of a group is "
-             "then set as `group.key=value`. Generated from the schema and the `conf/` files at build time.", ""]
+             (f"Options are Hydra overrides of `conf/{command.config}.yaml`, typed by "
+              f"`{schema.__module__}.{schema.__qualname__}`: a wrong key, type or value stops the command with one "
+              "line before it starts. Groups pick a file of `conf/<group>/` (`group=choice`); any key of a group is "
+              "then set as `group.key=value`. Generated from the schema and the `conf/` files at build time."), ""]
     used_groups = [g for g in defaults if g in groups] + list(command.bundles)
     if used_groups:
         lines += ["## Groups", "", "| group | default | choices | schema |", "| --- | --- | --- | --- |"]
@@ -454,8 +454,8 @@ def hydra_page(command: Hydra) -> str:
             if dataclasses.is_dataclass(group_type):
                 ranges = getattr(schema_module, f"{f.name.upper()}_RANGES", {})
                 choices = getattr(schema_module, f"{f.name.upper()}_CHOICES", {})
-                lines += [f"Keys (`{f.name}.<key>=value`), schema `{group_type.__qualname__}`, defaults as composed "
-                          f"with `{f.name}={defaults.get(f.name)}`:", ""]
+                lines += [(f"Keys (`{f.name}.<key>=value`), schema `{group_type.__qualname__}`, defaults as composed "
+                           f"with `{f.name}={defaults.get(f.name)}`:"), ""]
                 lines += fields_table(group_type, section_values, f"{f.name}.", ranges, choices) + [""]
             elif f.name == "variant":
                 lines += variant_keys(section_values)
@@ -464,12 +464,14 @@ def hydra_page(command: Hydra) -> str:
         else:
             ranges = getattr(schema_module, f"{f.name.upper()}_RANGES", {})
             choices = getattr(schema_module, f"{f.name.upper()}_CHOICES", {})
-            lines += [f"## `{f.name}` {{ #{f.name} }}", "", f"Keys set one by one (`{f.name}.<key>=value`; no `conf/` group), "
-                      f"schema `{group_type.__qualname__}`:", ""]
+            lines += [f"## `{f.name}` {{ #{f.name} }}", "",
+                      (f"Keys set one by one (`{f.name}.<key>=value`; no `conf/` group), "
+                       f"schema `{group_type.__qualname__}`:"), ""]
             lines += fields_table(group_type, section_values, f"{f.name}.", ranges, choices) + [""]
     for group in command.bundles:
-        lines += [f"## `{group}` {{ #{group} }}", "", f"Added with `+{group}=<choice>`: each file sets groups and keys "
-                  "across the whole config (`# @package _global_`); overrides after it on the command line win.", ""]
+        lines += [f"## `{group}` {{ #{group} }}", "",
+                  (f"Added with `+{group}=<choice>`: each file sets groups and keys across the whole config "
+                   "(`# @package _global_`); overrides after it on the command line win."), ""]
         lines += choice_sections(group, groups[group], None, heading="###")
     if name == "train":
         lines += hydra_launcher_sections()
@@ -483,10 +485,11 @@ def hydra_subcommands_page(command: HydraSubcommands) -> str:
     name = command_name(command.script)
     schemas = [(word, config, load_object(schema)) for word, config, schema in command.subcommands]
     lines = [f"# {name}", "", f"`python {command.script} <sub-command> ... key=value ...`: {first_line(module.__doc__)}",
-             "", "The first word is the sub-command. Each takes Hydra overrides of its own `conf/<config>.yaml`, typed "
-             "by its schema: a key it does not take (another sub-command's too), a wrong type or value stops the "
-             "command with one line before it starts. Generated from the schemas and the `conf/` files at build "
-             "time.", "", "| sub-command | config | schema | keys |", "| --- | --- | --- | --- |"]
+             "",
+             ("The first word is the sub-command. Each takes Hydra overrides of its own `conf/<config>.yaml`, "
+              "typed by its schema: a key it does not take (another sub-command's too), a wrong type or value stops "
+              "the command with one line before it starts. Generated from the schemas and the `conf/` files at "
+              "build time."), "", "| sub-command | config | schema | keys |", "| --- | --- | --- | --- |"]
     for word, config, schema in schemas:
         keys = ", ".join(code(f.name) for f in dataclasses.fields(schema))
         lines.append(f"| [`{word}`](#{anchor(word)}) | `conf/{config}.yaml` | "
@@ -504,17 +507,17 @@ def hydra_subcommands_page(command: HydraSubcommands) -> str:
 def variant_keys(values: dict[str, Any]) -> list[str]:
     from ludo_env.rules import Rules
 
-    return ["Any rule is `variant.<field>=value` on top of the chosen variant; the fields are those of "
-            "`ludo_env.rules.Rules` (its docstring is the rules' specification: [Rules and variants]"
-            "(../../concepts/rules.md)):", ""] + fields_table(Rules, values, "variant.") + [""]
+    return [("Any rule is `variant.<field>=value` on top of the chosen variant; the fields are those of "
+             "`ludo_env.rules.Rules` (its docstring is the rules' specification: [Rules and variants]"
+             "(../../concepts/rules.md)):"), ""] + fields_table(Rules, values, "variant.") + [""]
 
 
 def algo_sections(command: Hydra, choices: list[str], default: str | None) -> list[str]:
     from launch.training.algorithms import REGISTRY
 
-    lines = ["## `algo` { #algo }", "", "Each algorithm's settings class types `algo.<key>=value` "
-             "(`launch.training.algorithms`); the table under each choice gives its keys with the defaults that "
-             "choice composes to.", ""]
+    lines = ["## `algo` { #algo }", "",
+             ("Each algorithm's settings class types `algo.<key>=value` (`launch.training.algorithms`); the table "
+              "under each choice gives its keys with the defaults that choice composes to."), ""]
     for choice in choices:
         values = composed(command.config, (f"algo={choice}",))["algo"]
         settings = REGISTRY[values["name"]].settings
@@ -525,8 +528,9 @@ def algo_sections(command: Hydra, choices: list[str], default: str | None) -> li
 
 
 def hydra_launcher_sections() -> list[str]:
-    lines = ["## Hydra's own groups", "", "Groups of Hydra itself, under `conf/hydra/` (used with `-m` sweeps; "
-             "any field is `hydra.<group path>.<field>=`):", ""]
+    lines = ["## Hydra's own groups", "",
+             ("Groups of Hydra itself, under `conf/hydra/` (used with `-m` sweeps; any field is "
+              "`hydra.<group path>.<field>=`):"), ""]
     for group, choices in hydra_groups().items():
         lines += [f"### `{group}` {{ #{anchor(group)} }}", ""]
         lines += choice_sections(group, choices, None)
@@ -582,7 +586,7 @@ def argparse_page(command: Argparse, title_level: str = "#") -> str:
     module = module_of(command.script)
     lines = [f"{title_level} {command_name(command.script)} {{ #{anchor(command_name(command.script))} }}", "",
              first_line(module.__doc__), "",
-             f"Options are flags, parsed by `launch.cli.OneLineParser` (one line and exit 2 on a bad one).", "",
+             "Options are flags, parsed by `launch.cli.OneLineParser` (one line and exit 2 on a bad one).", "",
              "| argument | default | what it is |", "| --- | --- | --- |"]
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
@@ -619,9 +623,10 @@ def command_page(command: Hydra | HydraSubcommands | Argparse | KeyValue, title_
 
 
 def benchmarks_page() -> str:
-    lines = ["# Benchmarks", "", "Every script in `benchmarks/`, with its options as its parser has them. The "
-             "benchmarks measure speed and strength; the results pages give what they printed and when. Generated "
-             "at build time.", "", "| script | options |", "| --- | --- |"]
+    lines = ["# Benchmarks", "",
+             ("Every script in `benchmarks/`, with its options as its parser has them. The benchmarks measure speed "
+              "and strength; the results pages give what they printed and when. Generated at build time."),
+             "", "| script | options |", "| --- | --- |"]
     benches = benchmark_commands()
     for bench in benches:
         lines.append(f"| [`{bench.script}`](#{anchor(command_name(bench.script))}) | flags |")

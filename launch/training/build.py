@@ -194,7 +194,7 @@ def local_cpus() -> float:
         from ray._private.utils import get_num_cpus
 
         return float(get_num_cpus())
-    except Exception:  # a private helper: fall back on the plain count
+    except Exception:  # noqa: BLE001  a private helper: fall back on the plain count
         return float(os.cpu_count() or 1)
 
 

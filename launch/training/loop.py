@@ -40,25 +40,26 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 
-from launch.training import build
 from launch.cli import UserError, one_line
+from launch.training import build
 from launch.training.runs import (
     SCORE_BY,
     SELECTION,
     SUMMARY,
     RunDir,
     RunState,
+    StopSignals,
     WandbLogger,
     budget_spent,
     eval_suffix,
     panel_score,
-    StopSignals,
     stopped_status,
     write_json,
 )
@@ -155,7 +156,7 @@ class Trainer(abc.ABC):
     def summary(self, state: RunState, saved: Path | None, policy: Path | None) -> tuple[list[str], dict[str, Any]]:
         """The summary's lines and ``summary.json``'s fields, the final evaluation's aside."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  an optional hook: a trainer that holds nothing keeps this one
         """Release what `start` took (Ray); called once, after a stop or after the summary."""
 
 
@@ -219,7 +220,8 @@ def run(trainer: Trainer, notes: Sequence[str] = ()) -> None:
                 print(f"saved: {saved}", flush=True)
             logger.finish()
             trainer.close()
-            raise SystemExit(stopped_status(stop))  # saved; the status still says the run was stopped, not done
+            # saved; the status still says the run was stopped, not done
+            raise SystemExit(stopped_status(stop)) from None
     if saved_at != state.iteration or saved is None:
         saved = save(trainer, state)
 

@@ -73,15 +73,23 @@ import os
 import secrets
 import shutil
 import signal
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
 from launch.cli import CONF_DIR, UserError, read_jsonl, write_text
 from policies.checkpoints import CHECKPOINT_PREFIX, CHECKPOINTS_DIR, POLICY_DIR
-from policies.files import FileRefused, copy_regular, open_regular, read_regular, regular_files, sha256_regular
+from policies.files import (
+    FileRefused,
+    copy_regular,
+    open_regular,
+    read_regular,
+    regular_files,
+    sha256_regular,
+)
 from policies.json_data import read_json
 
 if TYPE_CHECKING:
@@ -202,7 +210,7 @@ class RunDir:
             except UserError:
                 self.forget_verified()
                 raise
-            except Exception as err:  # any unreadable part: fall back to the one before
+            except Exception as err:  # noqa: BLE001  any unreadable part: fall back to the one before
                 self.forget_verified()
                 problems.append(f"{checkpoint.name} is damaged ({one_line(err)})")
                 continue
@@ -245,7 +253,7 @@ class RunDir:
             return None
         try:
             config = OmegaConf.to_container(OmegaConf.create(_run_text(file)))
-        except Exception as err:  # yaml's scanner and parser errors, OmegaConf's own, an unreadable file
+        except Exception as err:  # noqa: BLE001  yaml's scanner and parser errors, OmegaConf's own, an unreadable file
             raise UserError(f"resume={self.path}: '{file}' is not the run's YAML config ({_yaml_problem(err)}): "
                             f"restore it, or delete it to resume with today's defaults") from None
         if not isinstance(config, dict):
@@ -301,7 +309,7 @@ class RunDir:
                 try:
                     with open(file, "rb") as f:
                         state = pickle.load(f)
-                except Exception as err:  # any way a pickle fails: truncated, garbage, a class that is gone
+                except Exception as err:  # noqa: BLE001  any way a pickle fails: truncated, garbage, a class gone
                     raise ValueError(f"{ALGORITHM_DIR}/{file.relative_to(copy)} does not load: "
                                      f"{type(err).__name__}: {str(err)[:80]}") from None
                 if not isinstance(state, dict):  # every state file RLlib writes holds a dict
@@ -944,8 +952,8 @@ def keep_run_settings(dict_cfg, saved: dict[str, Any] | None, overrides: list[st
     the settings given back, those added since (today's default: the run never had them) and those gone.
     """
     if saved is None:
-        return ["note: this run was started before runs saved their config.yaml: it resumes with today's defaults "
-                "(saved now, so later resumes keep them)"]
+        return [("note: this run was started before runs saved their config.yaml: it resumes with today's defaults "
+                 "(saved now, so later resumes keep them)")]
     def key(override: str) -> str:
         return override.partition("=")[0].lstrip("+~").partition("@")[0]
 
@@ -991,7 +999,7 @@ class StopSignals:
     handler is installed at that moment, and `raise_pending` at a step's end raises a signal that has not stopped
     the loop by then. The previous handlers and wakeup fd come back on leaving."""
 
-    def __enter__(self) -> "StopSignals":
+    def __enter__(self) -> StopSignals:
         self._read, self._write = os.pipe()
         for fd in (self._read, self._write):
             os.set_blocking(fd, False)  # the interpreter writes the wakeup fd from its signal handler

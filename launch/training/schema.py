@@ -46,8 +46,15 @@ from omegaconf import MISSING, OmegaConf
 from launch.cli import MAX_GAMES, MAX_PLIES, check_integers
 from launch.training.algorithms import REGISTRY as ALGORITHMS
 from launch.training.algorithms import rllib_names
-from launch.training.settings import (AT_LEAST_ONE, COEFFICIENT, LARGEST, NON_NEGATIVE, CheckedSettings, Range,
-                                      RLlibSettings)
+from launch.training.settings import (
+    AT_LEAST_ONE,
+    COEFFICIENT,
+    LARGEST,
+    NON_NEGATIVE,
+    CheckedSettings,
+    Range,
+    RLlibSettings,
+)
 from ludo_env.rewards import RewardConfig
 from ludo_env.rules import Rules
 from policies.league import roles

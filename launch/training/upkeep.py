@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from launch.cli import UserError, one_line
 
@@ -49,7 +50,7 @@ def done_now(run: Callable[[], Any]) -> Future:
     future: Future = Future()
     try:
         future.set_result(run())
-    except Exception as err:  # a job's failure is the job's, wherever it ran
+    except Exception as err:  # noqa: BLE001  a job's failure is the job's, wherever it ran
         future.set_exception(err)
     return future
 
@@ -112,7 +113,7 @@ class BackgroundJob:
         label, future = self._pending
         try:
             result = future.result()  # a Ctrl-C while waiting leaves the job pending: the save after it waits again
-        except Exception as err:  # whatever the job raised, or its process dying: the job's failure
+        except Exception as err:  # noqa: BLE001  whatever the job raised, or its process dying: the job's failure
             self._pending = None
             self.failed(label, failure_text(err), stopping)
             return True

@@ -42,8 +42,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.gzip import GZipMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.gzip import GZipMiddleware
 
 from launch.web import games, league, records
 from launch.web.common import MAX_BODY_BYTES, MAX_ERROR_CHARS, SHOWN_CHARS, STATIC, Refused, log, shown

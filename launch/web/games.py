@@ -802,12 +802,12 @@ class GameTable:
         browser = {"player": player} if player is not None else {"address": address}
         caps = [(browser, limits.games_per_browser, "this browser"),
                 ({"address": address}, limits.games_per_address, "this address"), ({}, limits.games_total, "this server")]
-        for where, cap, whose in caps:
-            if "address" in where and where["address"] is None:
+        for scope, cap, whose in caps:
+            if "address" in scope and scope["address"] is None:
                 continue
-            while self._count(where) >= cap:
-                heavier = self._give_way(address) if not where else None
-                oldest = heavier or self._oldest_idle(where, idle_since)
+            while self._count(scope) >= cap:
+                heavier = self._give_way(address) if not scope else None
+                oldest = heavier or self._oldest_idle(scope, idle_since)
                 if oldest is None:
                     raise Refused(429, f"{whose} has {cap} unfinished games, the most it may keep, and none has "
                                        f"been idle for {limits.idle_minutes} minutes: finish or leave one first")

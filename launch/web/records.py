@@ -12,12 +12,11 @@ import numpy as np
 from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
 
-from ludo_env.engine.layout import CURRENT
-
 from launch.play import COLOUR_NAMES, classic_geometry, describe_move
 from launch.web.common import MAX_ERROR_CHARS, STATIC, Refused, log, one_line, refusals, shown
 from launch.web.games import board_geometry, move_options, token_places
 from launch.web.site import Site, short_label
+from ludo_env.engine.layout import CURRENT
 
 
 def players_by_seat(decisions, rows) -> list[str]:

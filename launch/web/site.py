@@ -297,7 +297,8 @@ def player_key(records: Path) -> bytes:
 
 def shipped_champions() -> list[tuple[str, str, tuple[str, int]]]:
     """(spec, variant, (variant, players) it plays) of each champion in this install (`policies.champions`)."""
-    from policies.champions import CHAMPION_PREFIX, shipped_champions as folders
+    from policies.champions import CHAMPION_PREFIX
+    from policies.champions import shipped_champions as folders
     from policies.players import trained_for
 
     found = []

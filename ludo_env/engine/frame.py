@@ -22,7 +22,16 @@ import numpy as np
 
 from ludo_env.engine.jit import kernel
 from ludo_env.engine.kernels import token_index
-from ludo_env.engine.layout import BASE, CURRENT, R_PLAYERS, R_SEAT_START, R_TOKENS, R_TRACK_SQUARES, R_TRACK_STEPS, UNUSED
+from ludo_env.engine.layout import (
+    BASE,
+    CURRENT,
+    R_PLAYERS,
+    R_SEAT_START,
+    R_TOKENS,
+    R_TRACK_SQUARES,
+    R_TRACK_STEPS,
+    UNUSED,
+)
 from ludo_env.rules import MAX_PLAYERS, MAX_TOKENS
 
 

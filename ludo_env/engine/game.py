@@ -13,7 +13,8 @@ what is wrong and what is allowed.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class Game:
         sixes: int = 0,
         places: Sequence[int] | None = None,
         seed: int = 0,
-    ) -> "Game":
+    ) -> Game:
         """A game at a hand-built position: `tokens[seat][t]` are progress values (-1 = base)."""
         game = cls(rules, seed=seed)
         if len(tokens) != rules.players or any(len(row) != rules.tokens for row in tokens):
@@ -95,7 +96,7 @@ class Game:
         return game
 
     @classmethod
-    def from_dict(cls, rules: Rules, record: dict[str, Any]) -> "Game":
+    def from_dict(cls, rules: Rules, record: dict[str, Any]) -> Game:
         game = cls.from_position(
             rules, record["tokens"], record["current"], record["sixes"], record["places"]
         )
@@ -105,7 +106,7 @@ class Game:
         return game
 
     @classmethod
-    def from_state(cls, rules: Rules, state: np.ndarray) -> "Game":
+    def from_state(cls, rules: Rules, state: np.ndarray) -> Game:
         """A game holding a copy of an engine state row (for display and checked play)."""
         game = cls(rules)
         game.state[:] = state
@@ -123,7 +124,7 @@ class Game:
             "over": int(self.state[OVER]),
         }
 
-    def copy(self) -> "Game":
+    def copy(self) -> Game:
         other = Game.__new__(Game)
         other.rules, other.table = self.rules, self.table
         other.state, other.rng, other._mask = self.state.copy(), self.rng.copy(), self._mask.copy()

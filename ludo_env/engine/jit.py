@@ -39,8 +39,8 @@ import contextlib
 import fcntl
 import hashlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numba
 from numba import njit

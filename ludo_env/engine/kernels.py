@@ -9,7 +9,6 @@ raises readable errors, and the batch kernels repair illegal choices.
 """
 from __future__ import annotations
 
-
 from ludo_env.engine.jit import inline_kernel, kernel
 from ludo_env.engine.layout import (
     BASE,
@@ -45,24 +44,24 @@ from ludo_env.engine.layout import (
     R_ENTER_MASK,
     R_HOME,
     R_LAST_STAR_HOME,
+    R_ON_SQUARE_AT,
     R_OVERSHOOT,
     R_PLAYERS,
-    R_ON_SQUARE_AT,
-    R_SAFE_MOVER_HOME,
     R_SAFE_AT,
+    R_SAFE_MOVER_HOME,
     R_SIXES_FORFEIT,
     R_SQUARE_OF_AT,
     R_STACK_MOVER_HOME,
     R_STAR_CAPTURE,
     R_STAR_GAP_AT,
     R_STAR_JUMP,
-    STAR_CAPTURE_JUMP_END,
-    STAR_CAPTURE_LANDING,
     R_START_IN_BASE,
     R_TOKENS,
     R_TRACK_SQUARES,
     R_TRACK_STEPS,
     SIXES,
+    STAR_CAPTURE_JUMP_END,
+    STAR_CAPTURE_LANDING,
     TOKENS,
     UNUSED,
 )

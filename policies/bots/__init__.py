@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ludo_env.engine.rng import extend_streams, streams
-from policies.bots.kernels import BOT_NAMES, REGISTRY, BuiltinBot, choose, choose_batch  # noqa: F401
+from policies.bots.kernels import BOT_NAMES, REGISTRY, BuiltinBot, choose, choose_batch  # noqa: F401  (re-exported)
 
 
 class UnknownBotError(ValueError):

@@ -15,8 +15,9 @@ so that two mains measured on the same seed can be compared game for game
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

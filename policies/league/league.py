@@ -75,7 +75,6 @@ from typing import Any
 from policies.champions import CHAMPION_PREFIX, ChampionError, champion_folder
 from policies.league import roles
 from policies.league.pool import MAIN, Matchmaker, bot_module_id, snapshot_id
-from policies.league.roles import role_of
 from policies.league.ratings import (
     LEAGUE_TAU,
     MAIN_DRIFT,
@@ -86,6 +85,7 @@ from policies.league.ratings import (
     rate_games,
     start_rating,
 )
+from policies.league.roles import role_of
 from policies.league.store import HUMAN_KIND, DamagedMemberError, LeagueStore, Member
 
 MAIN_MEMBER = "main"

@@ -71,8 +71,8 @@ from pathlib import Path
 from typing import Any
 
 from policies.json_data import read_json
-from policies.league.roles import MAIN, ROLES
 from policies.league.ratings import ordinal, start_rating
+from policies.league.roles import MAIN, ROLES
 
 SCHEMA_VERSION = 4  # 2: members of kind human; 3: members' role; 4: people's names folded (`person_name`) (older
 # databases are migrated when opened for writing, and read as they are by a reader)

@@ -234,7 +234,7 @@ class RefGame:
         }
 
     @classmethod
-    def from_dict(cls, rules: Rules, record: dict) -> "RefGame":
+    def from_dict(cls, rules: Rules, record: dict) -> RefGame:
         game = cls(rules)
         game.tokens = [list(row) for row in record["tokens"]]
         game.current, game.die, game.sixes = record["current"], record["die"], record["sixes"]

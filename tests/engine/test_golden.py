@@ -44,7 +44,7 @@ def test_every_variant_has_a_golden_record():
 def test_the_generator_reproduces_the_checked_in_records():
     from tests.engine.make_golden import record_game
 
-    for stem, variant, overrides, seed in GAMES:
+    for stem, _variant, _overrides, seed in GAMES:
         rules, records = load(stem)
         assert record_game(rules, seed) == records, f"{stem}: run python -m tests.engine.make_golden"
 

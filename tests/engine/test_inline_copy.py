@@ -6,8 +6,10 @@ import pytest
 from numba import njit
 from numba.core import inline_closurecall, ir
 
-from ludo_env.engine import inline_copy
-from ludo_env.engine import jit  # noqa: F401  (installs the fix, as every kernel module does)
+from ludo_env.engine import (
+    inline_copy,
+    jit,  # noqa: F401  (installs the fix, as every kernel module does)
+)
 
 
 def nested_inlined_kernel():

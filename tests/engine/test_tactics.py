@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ludo_env.engine import compile_rules, new_batch, play_random
 from ludo_env.engine.kernels import apply_move, count_on, legal_mask, move_outcome, opponents_on, token_index

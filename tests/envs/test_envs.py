@@ -193,7 +193,7 @@ def test_bad_settings_fail_with_one_line(config, error, words):
 def test_vector_env_steps_many_games_with_same_step_autoreset():
     import gymnasium as gym
 
-    import ludo_env.gym_env  # noqa: F401
+    import ludo_env.gym_env  # noqa: F401  (registers ludo_env/Ludo-v0)
     from policies.envs import build_opponent
 
     def run(seed):
@@ -266,7 +266,7 @@ def test_gym_make_with_no_arguments_plays_against_the_random_bot():
 def test_gym_make_vec_with_no_arguments_plays_whole_games():
     import gymnasium as gym
 
-    import ludo_env.gym_env  # noqa: F401
+    import ludo_env.gym_env  # noqa: F401  (registers ludo_env/Ludo-v0)
     from ludo_env.vector_env import LudoVectorEnv
 
     envs = gym.make_vec("ludo_env/Ludo-v0", num_envs=8)
@@ -286,7 +286,7 @@ def test_pettingzoo_env_with_no_arguments_plays_the_standard_loop():
     env.reset(seed=4)
     rng = np.random.default_rng(4)
     moves = 0
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         observation, reward, termination, truncation, info = env.last()
         if termination or truncation:
             action = None

@@ -54,7 +54,7 @@ def test_pettingzoo_env_refuses_a_step_once_every_agent_left():
     env = LudoAEC(variant="quick", players=2)
     env.reset(seed=1)
     paid = {a: 0.0 for a in env.possible_agents}
-    for agent in env.agent_iter(10_000):
+    for _agent in env.agent_iter(10_000):
         o, _, term, trunc, _ = env.last()
         env.step(None if term or trunc else first_legal(o["action_mask"]))
         for a, r in env.rewards.items():

@@ -44,7 +44,7 @@ def test_the_command_prints_the_table_and_writes_every_gap(tmp_path):
     out = tmp_path / "gaps.json"
     proc = subprocess.run([*SCRIPT, "hybrid", "--variant", "pyludo", "--games", "8", "--plies", "20,60",
                            "--rollouts", "4", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
     assert [r.split(" | ")[0] for r in rows[2:]] == ["| 20", "| 60", "| all"]
@@ -62,7 +62,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (["champion:pyludo", "--variant", "classic"],
          "error: champion:pyludo was trained for pyludo: drop --variant classic or give --variant pyludo"),
     ]:
-        proc = subprocess.run([*SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([*SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode == 2, args
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(message), lines
@@ -76,7 +76,7 @@ def test_a_variant_the_policy_file_names_by_path_is_refused_not_read(tmp_path):
     meta["model_config"]["variant"] = str(ROOT / "conf" / "variant" / "classic.yaml")  # a path, not a name
     (folder / "policy.json").write_text(json.dumps(meta))
     proc = subprocess.run([*SCRIPT, f"ckpt:{folder}", "--games", "2", "--rollouts", "2"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: unknown variant '"), lines

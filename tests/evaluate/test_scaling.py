@@ -37,7 +37,7 @@ def test_env_steps_are_read_as_people_write_them_and_named_back():
 
 def bench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "benchmarks/scaling.py", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+                          text=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
 
 
 def one_line(done: subprocess.CompletedProcess, words: str) -> None:
@@ -176,7 +176,8 @@ def test_a_miniature_run_trains_stops_resumes_measures_and_reports(tmp_path):
     assert pending["milestone"] == 40960 and pending["wall_s"] > 0
     assert "stopped at iteration" in log.read_text()  # the training saved before it stopped
 
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env,
+                          check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / RESULTS).read_text())
     milestones = results["runs"]["pyludo_s0"]["milestones"]
@@ -195,12 +196,13 @@ def test_a_miniature_run_trains_stops_resumes_measures_and_reports(tmp_path):
     assert "| 40,960 (40960) | 0 |" in table and "vs 2048 (itself)" in table
     assert (out / "scaling.png").stat().st_size > 10_000
 
-    again = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    again = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+                           check=False)
     assert again.returncode == 0 and "training" not in again.stdout and "games against" not in again.stdout
     assert json.loads((out / RESULTS).read_text())["runs"] == results["runs"]  # nothing played twice
 
     more = subprocess.run([sys.executable, *args[:-len(TINY)], "--games", "24", "--only", "measure"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, env=env)
+                          capture_output=True, text=True, timeout=600, env=env, check=False)
     assert more.returncode == 0, more.stderr[-3000:]
     assert "training" not in more.stdout and "24 games against 3 x hybrid" in more.stdout
     assert "games against 3 x ckpt:" not in more.stdout  # the cross-play's settings did not change

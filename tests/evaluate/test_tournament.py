@@ -11,8 +11,8 @@ import pytest
 from ludo_env.engine import compile_rules, legal_masks, new_batch, step_batch
 from ludo_env.engine.layout import OVER, PLACES, PLY
 from ludo_env.rules import Rules, RulesError
-from policies.bots import Bot
 from policies import tournament
+from policies.bots import Bot
 from policies.players import PlayerError, make_player
 from policies.tournament import (
     TournamentError,

@@ -72,7 +72,7 @@ def test_a_champion_missing_from_this_install_is_one_line(tmp_path, monkeypatch)
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, check=False)
 
 
 def test_evaluate_plays_a_champion_and_refuses_one_line_for_the_wrong_rules_or_an_unknown_one(tmp_path):
@@ -81,8 +81,8 @@ def test_evaluate_plays_a_champion_and_refuses_one_line_for_the_wrong_rules_or_a
     assert done.returncode == 0, done.stderr[-2000:]
     assert "champion:classic" in done.stdout
     for players, variant, words in (("champion:classic", "pyludo", MISFIT),
-                                    ("champion:nosuch", "classic", "there is no champion for 'nosuch': the champions "
-                                                                   "are champion:classic, champion:pyludo")):
+                                    ("champion:nosuch", "classic", ("there is no champion for 'nosuch': the champions "
+                                                                    "are champion:classic, champion:pyludo"))):
         done = run("launch/evaluate.py", f"players=[{players},hybrid,hybrid,hybrid]", "games=40",
                    f"variant={variant}", f"hydra.run.dir={tmp_path / variant}")
         assert done.returncode == 2
@@ -122,8 +122,8 @@ def test_league_command_adds_a_champion(tmp_path):
 
 
 @pytest.mark.parametrize("variant,words", [
-    ("pyludo", "league.external: player 'champion:classic' was trained for 4-player classic, this game is 4-player "
-               "pyludo"),
+    ("pyludo", ("league.external: player 'champion:classic' was trained for 4-player classic, this game is 4-player "
+                "pyludo")),
     ("classic", "league.external: player 'champion:ludo': there is no champion for 'ludo'"),
 ])
 def test_training_refuses_a_champion_it_cannot_seat_in_one_line_before_a_run_folder(tmp_path, variant, words):

@@ -48,8 +48,8 @@ def test_only_external_members_sit_at_every_opponent_seat_of_every_training_game
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (("league.external_weight=0",), "league weights are all 0: give main_weight, snapshot_weight, bot_weight or, "
-                                    "with league.external, external_weight a share > 0"),
+    (("league.external_weight=0",), ("league weights are all 0: give main_weight, snapshot_weight, bot_weight or, "
+                                     "with league.external, external_weight a share > 0")),
     ((), "league.external_weight=1 is the only share > 0 and league.external is empty: name the external members"),
     (("league.external=[EXTERNAL]", "sampler.name=per_game"),
      "external members sit at training seats only with sampler.name=batched"),

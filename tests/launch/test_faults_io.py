@@ -310,7 +310,6 @@ def fake_checkpoint(run: Path, iteration: int, cfg) -> Path:
 def test_resume_falls_back_past_damaged_rllib_state(tmp_path, capsys, damage):
     from launch.training.runs import RunDir
     from launch.training.trainers.rllib import find_resume_point
-
     from tests.launch.configs import train_config
 
     cfg = train_config("+exp=smoke", f"resume={tmp_path}", "league.max_snapshots=3")

@@ -67,10 +67,10 @@ def test_main_starts_with_the_policys_weights_on_the_learner_and_every_env_runne
 
 @pytest.mark.parametrize("run, policy_from, message", [
     ((), ("algo=dqn",), "a dqn policy cannot start main of a ppo run: give a ppo policy, or train with algo=dqn"),
-    (("network.hidden=[32]",), (), "the policy was built with network.hidden=[256,256] and this run gives "
-                                   "network.hidden=[32]: add network.hidden=[256,256], or give a policy"),
-    (("variant.players=2",), (), "the policy was built with variant.players=4, players=4 and this run gives "
-                                 "variant.players=2, players=2"),
+    (("network.hidden=[32]",), (), ("the policy was built with network.hidden=[256,256] and this run gives "
+                                    "network.hidden=[32]: add network.hidden=[256,256], or give a policy")),
+    (("variant.players=2",), (), ("the policy was built with variant.players=4, players=4 and this run gives "
+                                  "variant.players=2, players=2")),
     (("obs=afterstates",), (), "the policy was built with obs=egocentric and this run gives obs=afterstates"),
 ])
 def test_a_policy_that_does_not_fit_the_run_is_one_line(tmp_path, run, policy_from, message):
@@ -104,9 +104,9 @@ def test_the_command_refuses_a_policy_that_does_not_fit_before_a_run_folder_exis
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "launch/train.py", "+exp=smoke", f"init={policy}",
                            f"hydra.run.dir={run}"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=script_env())
+                          env=script_env(), check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
-        f"error: init={policy}: a dqn policy cannot start main of a ppo run: give a ppo policy, or train with "
-        "algo=dqn"]
+        (f"error: init={policy}: a dqn policy cannot start main of a ppo run: give a ppo policy, or train with "
+         "algo=dqn")]
     assert not run.exists()

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-pexpect = pytest.importorskip("pexpect", reason="the test extra: pip install -e '.[test]'")
-
 from launch.play import COLUMN_CELLS, CORNERS, TRACK_CELLS, Paint, board_picture, describe_move
 from ludo_env.engine import Game
 from ludo_env.rules import Rules
+
+pexpect = pytest.importorskip("pexpect", reason="the test extra: pip install -e '.[test]'")
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -17,8 +17,15 @@ from pathlib import Path
 import pytest
 
 from launch.cli import UserError
-from launch.training.runs import KEY_ENV, SIGNATURE, CheckpointNotTrusted, RunDir, checkpoint_key, sign_checkpoint, \
-    verify_checkpoint
+from launch.training.runs import (
+    KEY_ENV,
+    SIGNATURE,
+    CheckpointNotTrusted,
+    RunDir,
+    checkpoint_key,
+    sign_checkpoint,
+    verify_checkpoint,
+)
 from policies.league.league import member_policy_folder
 from policies.league.store import LeagueStore
 from tests.launch.configs import metrics, script_env, train_config
@@ -30,7 +37,8 @@ ARGS = ("+exp=smoke", "budget.iterations=2", "eval.every=0", "eval.final_games=0
 
 def train(key: Path, *args: str, timeout: int = 400) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "launch/train.py", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**script_env(), KEY_ENV: str(key)}, stdin=subprocess.DEVNULL)
+                          timeout=timeout, env={**script_env(), KEY_ENV: str(key)}, stdin=subprocess.DEVNULL,
+                          check=False)
 
 
 def one_line(done: subprocess.CompletedProcess, *fragments: str) -> str:

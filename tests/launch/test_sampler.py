@@ -63,7 +63,7 @@ def test_recorded_transitions_replay_through_the_engine(every_seat_main):
         last_of_seat = {seat: i for i, (seat, *_) in enumerate(decisions)}
         # A running game's newest decision per seat waits for its reward in the runner: replay whole games only.
         whole = all(decisions[i][4] for i in last_of_seat.values())
-        for i, (seat, obs, action, paid, ended) in enumerate(decisions):
+        for i, (seat, obs, action, paid, _ended) in enumerate(decisions):
             state = obs["state"].astype(np.int16)
             assert state[CURRENT] == seat
             mask = np.zeros(MAX_TOKENS, dtype=np.int8)

@@ -321,8 +321,8 @@ def test_a_port_in_use_is_one_line_and_exit_2():
         port = taken.getsockname()[1]
         run = subprocess.run([sys.executable, "launch/serve.py", f"port={port}"], check=False, cwd=ROOT,
                              capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert run.returncode == 2 and run.stderr.strip() == f"error: port={port}: cannot serve on 127.0.0.1 " \
-                                                        "(Address already in use)"
+    assert run.returncode == 2 and run.stderr.strip() == (f"error: port={port}: cannot serve on 127.0.0.1 "
+                                                         "(Address already in use)")
 
 
 def test_the_league_is_followed_as_it_grows(tmp_path):

@@ -206,7 +206,7 @@ def test_forced_moves_play_themselves_and_a_banner_ends_the_game(driver, url):
     wait(driver, lambda d: state(d)["turn"] in ("roll", "opponent"))
     before = len(events(driver, "auto"))
     while True:
-        turn = play_one(driver)
+        play_one(driver)
         s = wait(driver, lambda d: (s := state(d))["turn"] in ("roll", "move", "over") and not s["busy"] and s)
         if s["turn"] == "move" and s["legal"] == 1:
             break

@@ -62,7 +62,7 @@ def test_a_variant_is_a_name_from_the_list_never_a_path_that_reaches_the_loader(
 ])
 def test_error_texts_repeat_at_most_a_short_escaped_prefix_of_what_was_sent(client, method, path, body, params):
     long = "x" * 50 + "<script>" + "y" * 5_000  # at the body limit's scale: longer ones are refused before
-    fill = lambda v: json.loads(json.dumps(v).replace("{long}", long))  # noqa: E731
+    fill = lambda v: json.loads(json.dumps(v).replace("{long}", long))  # noqa: E731  (one line, read once)
     answer = client.request(method, path.replace("{long}", long), content=None if body is None else
                             json.dumps(fill(body)).encode(), params=None if params is None else fill(params),
                             headers={"Content-Type": "application/json"})

@@ -165,10 +165,10 @@ def test_two_browser_windows_follow_one_game_and_the_start_page_lists_it(tmp_pat
                 driver.find_element(By.ID, "die").click()
             else:
                 driver.find_element(By.CSS_SELECTOR, "#moves li").click()
-            wait.until(lambda d: (s := d.execute_script(state))["version"] != start and not s["busy"])
+            wait.until(lambda d, start=start: (s := d.execute_script(state))["version"] != start and not s["busy"])
             played = driver.execute_script(state)
             driver.switch_to.window(follower)  # the other window follows, without a reload
-            wait.until(lambda d: int(d.execute_script(state)["version"] or 0) >= int(played["version"]))
+            wait.until(lambda d, played=played: int(d.execute_script(state)["version"] or 0) >= int(played["version"]))
             start = driver.execute_script(state)["version"]
     finally:
         driver.quit()

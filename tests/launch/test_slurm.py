@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from launch.training import build
 from launch.cli import UserError, compose
+from launch.training import build
 from launch.wait_for_nodes import alive, wait
 from tests.launch.configs import train_config
 
@@ -219,7 +219,7 @@ def test_waiting_too_long_is_one_line():
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, message):
     proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180)
+                          text=True, timeout=180, check=False)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
@@ -227,7 +227,7 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, message):
 
 def test_no_head_to_join_is_one_line_and_exit_2_at_once():
     proc = subprocess.run([sys.executable, "launch/wait_for_nodes.py", "address=127.0.0.1:1", "nodes=2", "timeout=0"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+                          cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines == ["error: no Ray head answers at 127.0.0.1:1 within 0 s: see its log"], proc.stderr

@@ -33,7 +33,7 @@ def test_a_stop_that_a_broad_except_swallowed_is_raised_at_the_next_step_end(sig
         stops.raise_pending()  # nothing received yet
         try:
             deliver(signum)
-        except BaseException:  # library code that goes on after anything
+        except BaseException:  # noqa: BLE001  library code that goes on after anything
             pass
         with pytest.raises(stop):
             stops.raise_pending()

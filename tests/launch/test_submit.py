@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_submit(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "launch/submit.py", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=env if env is not None else clean_env())
+                          text=True, timeout=timeout, env=env if env is not None else clean_env(), check=False)
 
 
 def clean_env(**extra: str) -> dict:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import ray
 
-from launch.training import build
 from launch.cli import UserError, compose
-from launch.training.runs import RunDir, RunState, keep_run_settings, merge_overrides
+from launch.training import build
 from launch.training.algorithms import dqn, rllib_names
+from launch.training.runs import RunDir, RunState, keep_run_settings, merge_overrides
 from ludo_env.core import ACTION_SPACE, observation_space
 from policies.league.pool import MAIN, Matchmaker, SnapshotPool
 from policies.modules import module_spec
@@ -122,7 +122,7 @@ def test_the_long_ppo_run_is_the_default_ppo_run_with_the_board_encoder_and_32m_
 def test_cli_bad_input_exits_2_with_one_line():
     for args in (["+exp=nope"], ["resume=/nonexistent/run"], ["algo.lr=fast"]):
         proc = subprocess.run([sys.executable, "launch/train.py", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120, check=False)
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, proc.stderr)
@@ -268,8 +268,8 @@ def test_a_resume_keeps_the_runs_settings_where_todays_defaults_differ(tmp_path)
     assert now.algo.gamma == 0.98  # this command line's value wins
     assert now.algo.advantage_learning == 0.97 and now.resources.env_runners != 7
     assert notes == [
-        "note: resume keeps this run's settings where today's defaults differ: variant.star_capture='jump_end' "
-        "(default now 'both'), algo.lr=0.001 (default now 0.0005)",
+        ("note: resume keeps this run's settings where today's defaults differ: variant.star_capture='jump_end' "
+         "(default now 'both'), algo.lr=0.001 (default now 0.0005)"),
         "note: settings added since this run started take today's defaults: algo.advantage_learning=0.97",
         "note: settings this run had no longer exist: algo.old_knob",
     ]

@@ -96,8 +96,8 @@ def test_an_external_that_raises_at_a_training_seat_is_dropped_everywhere_and_tr
                  f"league.external=[{BOT}]", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert warnings_of(done.stderr) == [
-        f"warning: league member {BOT} failed at a training seat and is dropped from the league (training goes "
-        "on): RaisesLater.choose raised ZeroDivisionError: a bug at call 3"]
+        (f"warning: league member {BOT} failed at a training seat and is dropped from the league (training goes "
+         "on): RaisesLater.choose raised ZeroDivisionError: a bug at call 3")]
     assert "Traceback" not in done.stderr
     rows = metrics(run_dir)
     assert [row["iteration"] for row in rows] == [1, 2, 3]
@@ -129,8 +129,8 @@ def test_an_external_that_raises_before_training_is_dropped_before_ray_starts(tm
                  env={"RAISING_BOT_CALLS": "2", "RAISING_BOT_WHERE": "driver"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert warnings_of(done.stderr) == [
-        f"warning: league member {BOT} failed against the panel and is dropped from the league (training goes "
-        "on): RaisesLater.choose raised ZeroDivisionError: a bug at call 2"]
+        (f"warning: league member {BOT} failed against the panel and is dropped from the league (training goes "
+         "on): RaisesLater.choose raised ZeroDivisionError: a bug at call 2")]
     with LeagueStore.open(run_dir, create=False, read_only=True) as store:
         assert not store.member(BOT).active and store.member(BOT).panel is None
 

@@ -76,7 +76,7 @@ def test_a_crafted_pickle_is_refused_and_never_runs(tmp_path, name, kind, argv, 
     env.pop("WANDB_MODE", None)
     try:
         done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=240,
-                              stdin=subprocess.DEVNULL, env=env)
+                              stdin=subprocess.DEVNULL, env=env, check=False)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{name}: still running after 240 s: it loaded the crafted folder instead of refusing it")
     assert not marker.exists(), f"{name} ran the crafted pickle"
@@ -150,13 +150,13 @@ def _not_a_state_dict(weights: bytes, marker: Path) -> bytes:
 
 
 @pytest.mark.parametrize("damage,says", [
-    (lambda weights, marker: b"", "weights.pt' is damaged: it is empty (0 bytes); the policy was not saved or "
-                                  "copied completely"),
+    (lambda weights, marker: b"", ("weights.pt' is damaged: it is empty (0 bytes); the policy was not saved or "
+                                   "copied completely")),
     (_truncated, "weights.pt' is damaged: not a torch weights file ("),
-    (lambda weights, marker: b"not torch at all", "weights.pt' is damaged: not a torch weights file (16 bytes, not "
-                                                  "the zip archive torch.save writes: truncated or another format)"),
-    (_pickled_code, "weights.pt' holds more than tensors, refused (weights are read with weights_only, which runs "
-                    "no code: Trying to load unsupported GLOBAL posix.system whose module posix is blocked)"),
+    (lambda weights, marker: b"not torch at all", ("weights.pt' is damaged: not a torch weights file (16 bytes, not "
+                                                   "the zip archive torch.save writes: truncated or another format)")),
+    (_pickled_code, ("weights.pt' holds more than tensors, refused (weights are read with weights_only, which runs "
+                     "no code: Trying to load unsupported GLOBAL posix.system whose module posix is blocked)")),
     (_not_a_state_dict, "weights.pt' is damaged: not a state dict (names to tensors) but a list"),
 ], ids=["empty", "truncated", "not torch", "pickled code", "a list"])
 def test_a_damaged_or_crafted_weights_file_is_one_complete_line(policy, tmp_path, damage, says):
@@ -168,7 +168,7 @@ def test_a_damaged_or_crafted_weights_file_is_one_complete_line(policy, tmp_path
     weights.write_bytes(damage(weights.read_bytes(), marker))
     done = subprocess.run([sys.executable, "launch/evaluate.py", f"players=[ckpt:{folder},random]", "games=4",
                            "progress=false", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=240, stdin=subprocess.DEVNULL)
+                          text=True, timeout=240, stdin=subprocess.DEVNULL, check=False)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr[-3000:]
     assert says in lines[0], lines[0]

@@ -22,8 +22,16 @@ from launch.training.sampler import BatchedLudoEnvRunner
 from policies.league import roles
 from policies.league.league import League, LeagueSettings
 from policies.league.pool import MAIN
-from policies.league.roles import (EXPLOITER_FREEZE, EXPLOITER_START, ROLES, AheadOrBudget, Restart, Role, Setting,
-                                   role_named)
+from policies.league.roles import (
+    EXPLOITER_FREEZE,
+    EXPLOITER_START,
+    ROLES,
+    AheadOrBudget,
+    Restart,
+    Role,
+    Setting,
+    role_named,
+)
 from policies.league.store import LeagueStore
 from policies.ranges import AT_LEAST_ONE, SHARE, Range
 from tests.launch.configs import flat_weights, train_config

@@ -498,8 +498,8 @@ def test_a_round_rates_frozen_members_without_drift_and_widens_main_first(make_l
 def test_schedule_draws_distinct_members_and_focuses_on_every_other_line_up():
     ids = [3, 5, 8, 13, 21, 34]
     lineups = schedule(ids, 4, 10, seed=4, focus=8)
-    assert len(lineups) == 10 and all(len(set(l)) == 4 and set(l) <= set(ids) for l in lineups)
-    assert all(l[0] == 8 for l in lineups[::2])
+    assert len(lineups) == 10 and all(len(set(lineup)) == 4 and set(lineup) <= set(ids) for lineup in lineups)
+    assert all(lineup[0] == 8 for lineup in lineups[::2])
     assert schedule(ids, 4, 10, seed=4, focus=8) == lineups != schedule(ids, 4, 10, seed=5, focus=8)
     with pytest.raises(ValueError, match="at least 4 members"):
         schedule(ids[:3], 4, 2, seed=0)
@@ -544,7 +544,7 @@ def test_a_round_robin_round_rates_every_pairing(make_league):
     result = league.rating_round(RULES, 0, label="round robin", lineups=lineups, games_per_lineup=per_lineup)
     matches = league.store.matches(result.round_id)
     assert result.games == len(matches) == 40
-    assert Counter(tuple(sorted(m.seats)) for m in matches) == {tuple(sorted(l)): 8 for l in lineups}
+    assert Counter(tuple(sorted(m.seats)) for m in matches) == {tuple(sorted(lineup)): 8 for lineup in lineups}
     # seats rotate within a line-up: each member sits in each seat twice in its 8 games
     for lineup in lineups:
         games = [m for m in matches if sorted(m.seats) == sorted(lineup)]

@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import ray
 import torch
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 
 from ludo_env.core import ACTION_SPACE, observation_space
-from tests.positions import mid_game_positions
 from policies.algorithms import REGISTRY as RLLIB_ALGORITHMS
 from policies.bots import Bot
 from policies.modules import (
@@ -26,6 +23,7 @@ from policies.modules import (
     load_checkpoint_player,
     module_spec,
 )
+from tests.positions import mid_game_positions
 
 OBS_SPACE = observation_space("egocentric")  # the env's own spaces
 OBS_DIM = OBS_SPACE[OBSERVATIONS].shape[0]

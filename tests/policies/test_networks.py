@@ -281,8 +281,8 @@ def test_token_set_on_flags60_reads_own_tokens_only():
         ({"head_hidden": [0]}, "network.head_hidden=[0] is not allowed"),
         ({"token_hidden": [30], "attention_heads": 4}, "network.attention_heads=4 is not allowed"),
         ({"widths": [3]}, "unknown network field 'widths': choose from kind, hidden"),
-        ("resnet", "unknown network 'resnet': choose mlp, seed000_qnet, seed001_ann, token_set, token_set_2x, "
-                   "token_set_4x or token_set_deep"),
+        ("resnet", ("unknown network 'resnet': choose mlp, seed000_qnet, seed001_ann, token_set, token_set_2x, "
+                    "token_set_4x or token_set_deep")),
     ],
 )
 def test_a_bad_network_gives_one_clear_line(network, message):

@@ -81,7 +81,7 @@ class Person:
 def run_command(*args: str, env: dict | None = None, timeout: int = 300, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                          **kwargs)
+                          check=False, **kwargs)
 
 
 def one_error_line(done: subprocess.CompletedProcess, status: int = 2) -> str:

@@ -25,7 +25,8 @@ def train(key: Path, *args: str, timeout: int = 400, driver: str | None = None) 
     command = [sys.executable, "launch/train.py", *args] if driver is None else \
         [sys.executable, "-c", driver, *args]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**script_env(), KEY_ENV: str(key), "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL)
+                          env={**script_env(), KEY_ENV: str(key), "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL,
+                          check=False)
 
 
 def new_key(path: Path, mode: int = 0o600, text: str = "ab" * 32) -> Path:
@@ -122,7 +123,7 @@ def test_max_snapshots_has_an_upper_bound(tmp_path):
     done = subprocess.run([sys.executable, "launch/train.py", *ARGS, "league=alphastar", "league.max_snapshots=1000",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**script_env(), KEY_ENV: str(new_key(tmp_path / "key"))},
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, check=False)
     assert "league.max_snapshots=1000 is not allowed" in one_error_line(done)
     assert not (tmp_path / "run").exists()
 

@@ -86,7 +86,7 @@ def test_stdout_on_dev_full_is_one_line(tmp_path, command):
     args = [a.format(db=run / "league.db") for a in command]
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL)
+                              timeout=120, stdin=subprocess.DEVNULL, check=False)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert lines[0] == "error: cannot write to stdout (No space left on device)"

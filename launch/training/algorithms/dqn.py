@@ -6,11 +6,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, TrainConfig, learning_rate
+from launch.training.algorithms.base import (
+    RLLIB_TRAINER,
+    Algorithm,
+    RLlibTraining,
+    TrainConfig,
+    learning_rate,
+)
 from launch.training.dqn_learner import ADVANTAGE_LEARNING, AdvantageLearningDQNLearner
 from launch.training.replay_buffer import ColumnReplayDQN
-from launch.training.settings import (AT_LEAST_ONE, LARGEST, MAX_ATOMS, NON_NEGATIVE, SHARE, Range,
-                                      RLlibSettings)
+from launch.training.settings import (
+    AT_LEAST_ONE,
+    LARGEST,
+    MAX_ATOMS,
+    NON_NEGATIVE,
+    SHARE,
+    Range,
+    RLlibSettings,
+)
 from policies.algorithms import module_algorithm
 
 if TYPE_CHECKING:

@@ -8,8 +8,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY
 
-from launch.training.algorithms.base import RLLIB_TRAINER, Algorithm, RLlibTraining, TrainConfig, learning_rate, \
-    linear_schedule
+from launch.training.algorithms.base import (
+    RLLIB_TRAINER,
+    Algorithm,
+    RLlibTraining,
+    TrainConfig,
+    learning_rate,
+    linear_schedule,
+)
 from launch.training.ppo_learner import SharedMinibatchPPOLearner
 from launch.training.settings import AT_LEAST_ONE, CLIP, COEFFICIENT, LARGEST, SHARE, Range, RLlibSettings
 from policies.algorithms import module_algorithm

@@ -54,8 +54,9 @@ import dataclasses
 import math
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import ray
@@ -63,8 +64,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from launch.training import watchdog
 from launch.cli import UserError, one_line
+from launch.training import watchdog
 from launch.training.loop import Report, Trainer, run
 from launch.training.runs import RunState
 from launch.training.schema import TrainConfig

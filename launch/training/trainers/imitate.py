@@ -39,14 +39,15 @@ Ctrl-C or SIGTERM writes the network as trained so far as the policy.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from launch.training import build
 from launch.cli import UserError, one_line
+from launch.training import build
 from launch.training.loop import Report, Trainer, run
 from launch.training.runs import RunState
 from launch.training.schema import TrainConfig

@@ -17,9 +17,10 @@ leaves, as they do. Its results are taken up iterations later; the matchmaker th
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -42,21 +42,38 @@ from typing import Any
 import numpy as np
 import ray
 import torch
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME, \
-    NUM_MODULE_STEPS_SAMPLED_LIFETIME
-
 from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_LEARNER_GROUP, COMPONENT_RL_MODULE
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME,
+)
 
 from launch.cli import UserError, one_line
 from launch.training import build, loop, watchdog
 from launch.training.algorithms import rllib_names, rllib_training
 from launch.training.loop import Report, Trainer, checkpoint_summary, eval_columns, step_columns
-from launch.training.runs import RunDir, RunState, checkpoint_key, leaves, record_ray_session, stop_leftovers, \
-    typed_today
+from launch.training.runs import (
+    RunDir,
+    RunState,
+    checkpoint_key,
+    leaves,
+    record_ray_session,
+    stop_leftovers,
+    typed_today,
+)
 from launch.training.sampler import BatchedLudoEnvRunner
 from launch.training.schema import TrainConfig
-from launch.training.trainers.league_upkeep import FrozenWeights, LeagueJob, LeagueOutcome, LeagueWorker, \
-    PanelEvaluator, job_members, panel_of, start_worker
+from launch.training.trainers.league_upkeep import (
+    FrozenWeights,
+    LeagueJob,
+    LeagueOutcome,
+    LeagueWorker,
+    PanelEvaluator,
+    job_members,
+    panel_of,
+    start_worker,
+)
 from launch.training.upkeep import BackgroundJob, done_now, frozen_copy
 from ludo_env.rules import Rules
 from policies.checkpoints import PolicyFileError, find_policy, read_meta
@@ -609,9 +626,9 @@ class ExploiterTraining:
             if reason is None:
                 continue
             weights = algo.learner_group.get_weights([module_id])[module_id]
-            member, evicted = league.add_snapshot(state.iteration, state.env_steps,
-                                                  lambda folder: evaluator.write_weights(weights, folder),
-                                                  learner=module_id)
+            member, evicted = league.add_snapshot(
+                state.iteration, state.env_steps,
+                lambda folder, weights=weights: evaluator.write_weights(weights, folder), learner=module_id)
             push_weights(algo, snapshot_id(member.slot), weights)
             pool.fill(member.slot, state.iteration)
             # The draw depends only on the run's seed, the exploiter and the iteration: a resume redraws the same.

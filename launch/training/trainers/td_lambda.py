@@ -43,14 +43,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from launch.training import build
 from launch.cli import UserError
+from launch.training import build
 from launch.training.loop import Report, Trainer, checkpoint_summary, eval_columns, run, step_columns
 from launch.training.runs import RunDir, RunState, write_json
 from launch.training.schema import TrainConfig
