@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ from policies.checkpoints import PolicyFileError, write_policy
 from policies.players import PlayerSpecError, make_player
 from policies.saved import REGISTRY, load_module, load_player, load_value_source
 from policies.search import ModuleValue
-from tests.disks import can_mount_a_small_disk
+from tests.disks import can_mount_a_small_disk, run_on_a_small_disk
 from tests.league.tiny_policy import write_tiny_policy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,10 +76,5 @@ print("ok")
 @pytest.mark.skipif(not can_mount_a_small_disk(), reason="needs user and mount namespaces (unshare) for a small disk")
 def test_a_policy_the_disk_has_no_room_for_is_an_os_error_and_leaves_the_one_before(tmp_path):
     """Callers treat an OSError as a save that could not be written; torch.save alone would raise RuntimeError."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    script = 'mount -t tmpfs -o size=1m tmpfs "$DISK" && exec "$PYTHON" -c "$CODE"'
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=ROOT,
-                          env={**os.environ, "DISK": str(disk), "PYTHON": sys.executable, "CODE": FULL_DISK_WRITE},
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = run_on_a_small_disk(tmp_path / "disk", 1, FULL_DISK_WRITE, cwd=ROOT, env={})
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +24,7 @@ from launch.leaderboard import Board
 from launch.web.app import create_app
 from launch.web.site import Limits, Site
 from policies.league.store import LeagueStore
-from tests.disks import can_mount_a_small_disk
+from tests.disks import can_mount_a_small_disk, run_on_a_small_disk
 from tests.launch.test_serve import play_out, start_server, stop_server
 from tests.security.helpers import ROOT, Person, bot_league, one_error_line, run_command
 
@@ -242,13 +240,8 @@ print("ok")
 
 @pytest.mark.skipif(not can_mount_a_small_disk(), reason="needs user and mount namespaces (unshare) for a small disk")
 def test_a_rating_the_full_league_disk_cannot_take_is_kept_and_made_once_there_is_room(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    script = 'mount -t tmpfs -o size=2m tmpfs "$DISK" && exec "$PYTHON" -c "$CODE"'
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=ROOT,
-                          env={**os.environ, "DISK": str(disk), "RECORDS": str(tmp_path / "records"),
-                               "ROOT": str(ROOT), "PYTHON": sys.executable, "CODE": FULL_LEAGUE_DISK},
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = run_on_a_small_disk(tmp_path / "disk", 2, FULL_LEAGUE_DISK, cwd=ROOT, timeout=600,
+                               env={"RECORDS": str(tmp_path / "records"), "ROOT": str(ROOT)})
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
@@ -323,12 +316,8 @@ print("ok")
 
 @pytest.mark.skipif(not can_mount_a_small_disk(), reason="needs user and mount namespaces (unshare) for a small disk")
 def test_a_full_records_disk_at_the_final_move_is_no_500_and_the_record_is_written_once_there_is_room(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    script = 'mount -t tmpfs -o size=2m tmpfs "$DISK" && exec "$PYTHON" -c "$CODE"'
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=ROOT,
-                          env={**os.environ, "DISK": str(disk), "ROOT": str(ROOT), "PYTHON": sys.executable,
-                               "CODE": FULL_RECORDS_DISK}, capture_output=True, text=True, timeout=600, check=False)
+    done = run_on_a_small_disk(tmp_path / "disk", 2, FULL_RECORDS_DISK, cwd=ROOT, timeout=600,
+                               env={"ROOT": str(ROOT)})
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
