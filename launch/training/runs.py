@@ -577,7 +577,10 @@ def verified_copy(checkpoint: Path) -> Path:
         opened = _checked_files(checkpoint, files, sizes)
         copy = None
         try:
-            copy = Path(tempfile.mkdtemp(prefix="ludo-league-resume-"))  # 0700: no other user can swap a file in it
+            # Named before it is made, so a SIGTERM right after the mkdir still finds it to remove; 0700: no other
+            # user can swap a file in it.
+            copy = Path(tempfile.gettempdir()) / f"ludo-league-resume-{secrets.token_hex(8)}"
+            copy.mkdir(mode=0o700)
             for name, fd, size in opened:
                 target = copy / Path(name).relative_to(ALGORITHM_DIR)
                 target.parent.mkdir(parents=True, exist_ok=True)
