@@ -326,25 +326,24 @@ class Watch:
                                      "env_steps": state.env_steps, "wall_s": at, "copy": str(copy)})
 
     # -------------------------------------------- evaluations
-    def next_opponent(self, entry: dict[str, Any]) -> str | None:
-        """The opponent `entry` meets next, or None when its verdict is known."""
+    def _verdict(self, entry: dict[str, Any]) -> tuple[str | None, bool | None]:
+        """(the opponent `entry` meets next, None when its verdict is known; True in the band, False below it,
+        None while not known), from the panel's cells in order: the first cell below the band settles it."""
         for opponent in PANEL:
             cell = entry.get(opponent)
             if cell is None:
-                return opponent
+                return opponent, None
             if cell["win_rate"] < getattr(self.band, opponent):
-                return None
-        return None
+                return None, False
+        return None, True
+
+    def next_opponent(self, entry: dict[str, Any]) -> str | None:
+        """The opponent `entry` meets next, or None when its verdict is known."""
+        return self._verdict(entry)[0]
 
     def in_band(self, entry: dict[str, Any]) -> bool | None:
         """True in the band, False below it, None while not known."""
-        for opponent in PANEL:
-            cell = entry.get(opponent)
-            if cell is None:
-                return None
-            if cell["win_rate"] < getattr(self.band, opponent):
-                return False
-        return True
+        return self._verdict(entry)[1]
 
     @property
     def evaluating(self) -> bool:
